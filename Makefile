@@ -1,0 +1,63 @@
+# Herald — build, test, generate, demo.
+# Everything a fresh machine needs is installed by the targets themselves
+# (Debian packages, the kube-apiserver build cached under $(HERALD_CACHE)).
+
+GO            ?= go
+OUTPUT        := _output
+BIN           := $(OUTPUT)/bin
+HERALD_CACHE  ?= $(HOME)/.cache/herald
+export HERALD_CACHE
+
+.PHONY: all build test test-unit test-integration generate verify-generate lint fuzz demo \
+        cluster-up cluster-down bench-alloc tools clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/herald-agent ./cmd/herald-agent
+	$(GO) build -o $(BIN)/herald-dbg ./cmd/herald-dbg
+
+## tools: Debian packages and the cached kube-apiserver the tests and the demo need.
+tools:
+	install/dev/ensure-tools.sh
+
+## generate: deepcopy, clientset and CRD YAML from the Go types in api/.
+generate:
+	hack/generate.sh
+
+## verify-generate: fails when the generated files differ from what `make generate` writes.
+verify-generate:
+	hack/verify-generate.sh
+
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+test-unit:
+	$(GO) test -race ./cells/... ./tables/... ./daemon/... ./api/... ./cmd/...
+
+## fuzz: run every fuzz target briefly (the seed corpus also runs in test-unit).
+FUZZTIME ?= 10s
+fuzz:
+	hack/fuzz.sh $(FUZZTIME)
+
+test-integration: tools build
+	$(GO) test -race -count=1 -timeout 30m ./test/...
+
+test: lint verify-generate test-unit fuzz test-integration
+
+cluster-up: tools
+	install/dev/cluster-up.sh $(OUTPUT)/cluster
+
+cluster-down:
+	install/dev/cluster-down.sh $(OUTPUT)/cluster
+
+demo: tools build
+	install/dev/demo.sh
+
+bench-alloc: tools build
+	hack/bench-alloc.sh
+
+clean:
+	rm -rf $(OUTPUT)

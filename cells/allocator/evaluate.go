@@ -1,0 +1,451 @@
+package allocator
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+// Result is what changed in one Evaluate: rows to write and rows to delete.
+type Result struct {
+	Allocations        []*tables.LBAllocation
+	DeletedAllocations []string // Service keys
+	PoolStatuses       []*tables.LBPoolStatus
+	DeletedPools       []string
+}
+
+// Empty reports whether nothing changed.
+func (r Result) Empty() bool {
+	return len(r.Allocations)+len(r.DeletedAllocations)+len(r.PoolStatuses)+len(r.DeletedPools) == 0
+}
+
+// Evaluate decides every Service and pool touched since the last call,
+// oldest Service first.
+func (e *Engine) Evaluate() Result {
+	var res Result
+	for {
+		if e.freed {
+			// Room was made: Services still waiting get another chance.
+			e.freed = false
+			for key, s := range e.svcs {
+				if s.decision != nil && s.decision.Managed && !s.decision.Satisfied {
+					e.dirtySvcs[key] = struct{}{}
+				}
+			}
+		}
+		if len(e.dirtySvcs) == 0 {
+			break
+		}
+		dirty := make([]*svcState, 0, len(e.dirtySvcs))
+		for key := range e.dirtySvcs {
+			dirty = append(dirty, e.svcs[key])
+		}
+		clear(e.dirtySvcs)
+		slices.SortFunc(dirty, func(a, b *svcState) int { return olderFirst(a, b) })
+		for _, s := range dirty {
+			e.evaluate(s, &res)
+		}
+	}
+	// Allocations may have been emitted twice in one call; keep the last.
+	res.Allocations = lastPerKey(res.Allocations)
+
+	names := make([]string, 0, len(e.dirtyPools))
+	for name := range e.dirtyPools {
+		names = append(names, name)
+	}
+	clear(e.dirtyPools)
+	slices.Sort(names)
+	for _, name := range names {
+		p := e.pools[name]
+		if p == nil {
+			continue
+		}
+		st := p.computeStatus()
+		if p.status == nil || !p.status.SameStatus(st) {
+			p.status = st
+			res.PoolStatuses = append(res.PoolStatuses, st)
+		}
+	}
+	res.DeletedPools, e.deletedPools = e.deletedPools, nil
+	return res
+}
+
+func olderFirst(a, b *svcState) int {
+	if a.row == nil || b.row == nil {
+		// Deleted Services first: they free addresses for the others.
+		if c := cmp.Compare(boolInt(a.row != nil), boolInt(b.row != nil)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.key, b.key)
+	}
+	if c := a.row.CreationTimestamp.Compare(b.row.CreationTimestamp); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.row.Key(), b.row.Key())
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func lastPerKey(allocs []*tables.LBAllocation) []*tables.LBAllocation {
+	seen := map[string]int{}
+	var out []*tables.LBAllocation
+	for _, a := range allocs {
+		if i, ok := seen[a.Key()]; ok {
+			out[i] = a
+			continue
+		}
+		seen[a.Key()] = len(out)
+		out = append(out, a)
+	}
+	return out
+}
+
+// evaluate decides one Service.
+func (e *Engine) evaluate(s *svcState, res *Result) {
+	if s.row == nil {
+		e.forget(s, res)
+		return
+	}
+	row := s.row
+	if !e.resp.Handles(row) {
+		e.dropAll(s, "the service is no longer handled by LB IPAM (type or loadBalancerClass)")
+		if (s.decision != nil && s.decision.Managed) || (s.decision == nil && row.ManagedByHerald) {
+			e.emit(s, &tables.LBAllocation{Managed: false}, res)
+		}
+		return
+	}
+	if len(e.pools) == 0 && len(s.held) == 0 && s.decision == nil {
+		return // dormant until the first pool exists
+	}
+	d := &tables.LBAllocation{Managed: true}
+	if row.Annotations.Error != "" {
+		// Keep what the Service has: a typo must not take its IP away.
+		d.Reason = tables.ReasonInvalidRequest
+		d.Message = "Invalid LB IPAM request: " + row.Annotations.Error
+		e.emit(s, d, res)
+		return
+	}
+	want, reason, message := e.families.wantedFamilies(row)
+	requested := row.Annotations.RequestedIPs
+
+	e.validateHeld(s, want, reason != "")
+	switch {
+	case reason != "" && len(requested) == 0:
+		d.Reason, d.Message = reason, message
+	case len(requested) > 0:
+		d.Reason, d.Message = e.fillRequested(s, requested)
+	default:
+		d.Reason, d.Message = e.fillFamilies(s, want)
+	}
+	d.Satisfied = d.Reason == ""
+	if d.Satisfied {
+		d.Reason = tables.ReasonSatisfied
+	}
+	e.sortHeld(s, want, requested)
+	e.emit(s, d, res)
+}
+
+// emit completes a decision and records it when it differs from the last.
+func (e *Engine) emit(s *svcState, d *tables.LBAllocation, res *Result) {
+	d.Namespace, d.Name, d.Generation = s.row.Namespace, s.row.Name, s.row.Generation
+	d.IPs = slices.Clone(s.held)
+	d.Released = s.released
+	if s.decision != nil && len(d.Released) == 0 {
+		// Nothing new was released: keep the notes of the last decision so
+		// a re-evaluation in the same round does not drop them.
+		d.Released = s.decision.Released
+	}
+	if s.decision != nil && s.decision.SameDecision(d) {
+		return
+	}
+	s.released = nil
+	s.decision = d
+	res.Allocations = append(res.Allocations, d)
+}
+
+// forget handles a deleted Service.
+func (e *Engine) forget(s *svcState, res *Result) {
+	for _, h := range slices.Clone(s.held) {
+		e.drop(s, h.Addr)
+	}
+	delete(e.svcs, s.key)
+	if s.decision != nil {
+		res.DeletedAllocations = append(res.DeletedAllocations, s.key)
+	}
+}
+
+func (e *Engine) dropAll(s *svcState, why string) {
+	for _, h := range slices.Clone(s.held) {
+		e.release(s, h.Addr, why)
+	}
+}
+
+// release drops an address from a Service and notes why for its Events.
+func (e *Engine) release(s *svcState, a netip.Addr, why string) {
+	e.drop(s, a)
+	s.released = append(s.released, tables.ReleasedIP{Addr: a, Reason: why})
+}
+
+// validateHeld releases every held address that is no longer valid for the
+// Service; everything else stays exactly where it is.
+func (e *Engine) validateHeld(s *svcState, want []family, policyFailed bool) {
+	row := s.row
+	requested := row.Annotations.RequestedIPs
+	seenFamily := map[family]bool{}
+	for _, h := range slices.Clone(s.held) {
+		a := h.Addr
+		f := familyOf(a)
+		var why string
+		switch {
+		case len(requested) > 0 && !slices.Contains(requested, a):
+			why = "the IP is no longer among the requested IPs"
+		case len(requested) == 0 && policyFailed:
+			why = "the service's ipFamilyPolicy cannot be met"
+		case len(requested) == 0 && !slices.Contains(want, f):
+			why = fmt.Sprintf("the service no longer asks for an %s address", f)
+		case len(requested) == 0 && seenFamily[f]:
+			why = fmt.Sprintf("the service already holds another %s address", f)
+		}
+		if why == "" {
+			if p := e.poolFor(a, row); p == nil {
+				why = e.whyNoPool(a)
+			} else {
+				e.setPool(s, a, p.row.Name)
+			}
+		}
+		if why == "" {
+			for _, u := range e.ips[a].users {
+				if u == s || u.row == nil {
+					continue
+				}
+				if ok, reason := canShare(row, u.row); !ok {
+					why = "the IP can no longer be shared: " + reason
+					break
+				}
+			}
+		}
+		if why != "" {
+			e.release(s, a, why)
+			continue
+		}
+		seenFamily[f] = true
+	}
+}
+
+func (e *Engine) setPool(s *svcState, a netip.Addr, pool string) {
+	for i := range s.held {
+		if s.held[i].Addr == a {
+			s.held[i].Pool = pool
+		}
+	}
+}
+
+// whyNoPool explains why no pool backs a held address any more.
+func (e *Engine) whyNoPool(a netip.Addr) string {
+	for _, p := range e.poolOrder {
+		if p.contains(a) {
+			return fmt.Sprintf("IP Pool '%s' no longer selects this service", p.row.Name)
+		}
+	}
+	return "the IP Pool or block it came from was removed"
+}
+
+// fillRequested gives the Service each requested address it does not hold.
+// It returns the reason and message of the first failure, if any.
+func (e *Engine) fillRequested(s *svcState, requested []netip.Addr) (reason, message string) {
+	for _, a := range requested {
+		if slices.ContainsFunc(s.held, func(h tables.AllocatedIP) bool { return h.Addr == a }) {
+			continue
+		}
+		r, m := e.claimRequested(s, a)
+		if r != "" && reason == "" {
+			reason, message = r, m
+		}
+	}
+	return reason, message
+}
+
+func (e *Engine) claimRequested(s *svcState, a netip.Addr) (reason, message string) {
+	row := s.row
+	f := familyOf(a)
+	if !e.families.enabled(f) {
+		return tables.ReasonFamilyDisabled, fmt.Sprintf("The requested IP '%s' is %s, which is not enabled in the agent (--enable-ipv%d)", a, f, int(f))
+	}
+	var containing, selecting []*poolState
+	for _, p := range e.poolOrder {
+		if p.contains(a) {
+			containing = append(containing, p)
+			if p.row.Selects(row) {
+				selecting = append(selecting, p)
+			}
+		}
+	}
+	switch {
+	case len(containing) == 0:
+		return tables.ReasonNoPool, fmt.Sprintf("There are no CiliumLoadBalancerIPPools that contain the requested IP '%s'", a)
+	case len(selecting) == 0:
+		return tables.ReasonPoolSelectorMismatch, fmt.Sprintf("The requested IP '%s' is in IP Pool '%s', whose serviceSelector does not match this service", a, containing[0].row.Name)
+	}
+	var pool *poolState
+	for _, p := range selecting {
+		if p.usable() {
+			pool = p
+			break
+		}
+	}
+	if pool == nil {
+		p := selecting[0]
+		state := "disabled"
+		if p.conflict != "" {
+			state = "conflicting"
+		}
+		return tables.ReasonNoPool, fmt.Sprintf("The requested IP '%s' is in IP Pool '%s', which is %s", a, p.row.Name, state)
+	}
+	if use := e.ips[a]; use != nil {
+		for _, u := range sortedUsers(use) {
+			if u.row == nil {
+				continue
+			}
+			if ok, why := canShare(row, u.row); !ok {
+				if row.Annotations.SharingKey == "" || u.row.Annotations.SharingKey != row.Annotations.SharingKey {
+					return tables.ReasonAlreadyAllocated, fmt.Sprintf("The requested IP '%s' is already allocated to service '%s'", a, u.row.Key())
+				}
+				return tables.ReasonAlreadyAllocatedIncompat, fmt.Sprintf("The requested IP '%s' is shared with service '%s', which is incompatible: %s", a, u.row.Key(), why)
+			}
+		}
+		e.hold(s, a, pool.row.Name)
+		return "", ""
+	}
+	for i, r := range pool.ranges {
+		if r.Contains(a) && !r.Allocatable(a) {
+			return tables.ReasonNoPool, fmt.Sprintf("The requested IP '%s' is the reserved first or last IP of %s in IP Pool '%s' (allowFirstLastIPs: No)", a, pool.row.Blocks[i].Describe(), pool.row.Name)
+		}
+	}
+	e.hold(s, a, pool.row.Name)
+	return "", ""
+}
+
+func sortedUsers(use *ipUse) []*svcState {
+	out := make([]*svcState, 0, len(use.users))
+	for _, u := range use.users {
+		out = append(out, u)
+	}
+	slices.SortFunc(out, olderFirst)
+	return out
+}
+
+// fillFamilies gives the Service one address of every wanted family it
+// lacks: a shared one under its sharing key if one fits, else the lowest
+// free address of the oldest usable pool that selects it.
+func (e *Engine) fillFamilies(s *svcState, want []family) (reason, message string) {
+	for _, f := range want {
+		if slices.ContainsFunc(s.held, func(h tables.AllocatedIP) bool { return familyOf(h.Addr) == f }) {
+			continue
+		}
+		if e.joinShared(s, f) {
+			continue
+		}
+		r, m := e.allocateNew(s, f)
+		if r != "" && reason == "" {
+			reason, message = r, m
+		}
+	}
+	return reason, message
+}
+
+// joinShared looks for an address of family f held under the Service's
+// sharing key that it may share.
+func (e *Engine) joinShared(s *svcState, f family) bool {
+	k := s.row.Annotations.SharingKey
+	if k == "" {
+		return false
+	}
+	var candidates []netip.Addr
+	for _, o := range e.byKey[k] {
+		if o == s {
+			continue
+		}
+		for _, h := range o.held {
+			if familyOf(h.Addr) == f && !slices.Contains(candidates, h.Addr) {
+				candidates = append(candidates, h.Addr)
+			}
+		}
+	}
+	slices.SortFunc(candidates, func(a, b netip.Addr) int { return a.Compare(b) })
+	for _, a := range candidates {
+		p := e.poolFor(a, s.row)
+		if p == nil || !p.usable() || !e.mayJoin(s.row, e.ips[a]) {
+			continue
+		}
+		e.hold(s, a, p.row.Name)
+		return true
+	}
+	return false
+}
+
+func (e *Engine) allocateNew(s *svcState, f family) (reason, message string) {
+	var selecting, usable, withFamily []string
+	for _, p := range e.poolOrder {
+		if !p.row.Selects(s.row) {
+			continue
+		}
+		selecting = append(selecting, p.row.Name)
+		if !p.usable() {
+			continue
+		}
+		usable = append(usable, p.row.Name)
+		hasFamily := false
+		for i, r := range p.ranges {
+			if familyOf(p.row.Blocks[i].From) != f {
+				continue
+			}
+			hasFamily = true
+			if a, ok := r.Next(); ok {
+				e.hold(s, a, p.row.Name)
+				return "", ""
+			}
+		}
+		if hasFamily {
+			withFamily = append(withFamily, p.row.Name)
+		}
+	}
+	switch {
+	case len(usable) == 0:
+		return tables.ReasonNoPool, tables.MessageNoPool
+	case len(withFamily) == 0:
+		return tables.ReasonNoPool, fmt.Sprintf("%s with %s addresses", tables.MessageNoPool, f)
+	}
+	return tables.ReasonOutOfIPs, fmt.Sprintf("All IP Pools that match this service are out of %s addresses: %s", f, quoteJoin(withFamily))
+}
+
+func quoteJoin(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = "'" + n + "'"
+	}
+	return strings.Join(q, ", ")
+}
+
+// sortHeld orders held addresses as the user would read them: requested IPs
+// in the order requested, otherwise by family in the Service's order.
+func (e *Engine) sortHeld(s *svcState, want []family, requested []netip.Addr) {
+	rank := func(a netip.Addr) int {
+		if i := slices.Index(requested, a); i >= 0 {
+			return i
+		}
+		if i := slices.Index(want, familyOf(a)); i >= 0 {
+			return len(requested) + i
+		}
+		return len(requested) + len(want)
+	}
+	slices.SortStableFunc(s.held, func(x, y tables.AllocatedIP) int { return cmp.Compare(rank(x.Addr), rank(y.Addr)) })
+}

@@ -1,0 +1,67 @@
+package tables
+
+import (
+	"math/big"
+	"testing"
+)
+
+// iprangeSize counts addresses; kept local so this package does not depend
+// on the allocator.
+func iprangeSize(from, to interface{ AsSlice() []byte }) *big.Int {
+	n := new(big.Int).Sub(new(big.Int).SetBytes(to.AsSlice()), new(big.Int).SetBytes(from.AsSlice()))
+	return n.Add(n, big.NewInt(1))
+}
+
+func TestSizeAndPrefixRange(t *testing.T) {
+	tests := []struct {
+		cidr        string
+		first, last string
+		size        string
+	}{
+		{"10.0.10.0/24", "10.0.10.0", "10.0.10.255", "256"},
+		{"10.0.0.0/8", "10.0.0.0", "10.255.255.255", "16777216"},
+		{"1.2.3.4/32", "1.2.3.4", "1.2.3.4", "1"},
+		{"2004::/64", "2004::", "2004::ffff:ffff:ffff:ffff", "18446744073709551616"},
+		{"::/0", "::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "340282366920938463463374607431768211456"},
+	}
+	for _, tt := range tests {
+		p, err := ParseCIDR(tt.cidr)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.cidr, err)
+		}
+		first, last := PrefixRange(p)
+		if first.String() != tt.first || last.String() != tt.last {
+			t.Errorf("%s: got [%s, %s], want [%s, %s]", tt.cidr, first, last, tt.first, tt.last)
+		}
+		if got := iprangeSize(first, last).String(); got != tt.size {
+			t.Errorf("%s: size %s, want %s", tt.cidr, got, tt.size)
+		}
+	}
+}
+
+func TestParseRange(t *testing.T) {
+	tests := []struct {
+		start, stop string
+		wantErr     bool
+		size        string
+	}{
+		{"20.0.20.100", "20.0.20.200", false, "101"},
+		{"1.2.3.4", "", false, "1"},
+		{"2001:db8::1", "2001:db8::ff", false, "255"},
+		{"20.0.20.200", "20.0.20.100", true, ""},
+		{"1.2.3.4", "2001:db8::1", true, ""},
+		{"hello", "", true, ""},
+		{"1.2.3.4", "1.2.3", true, ""},
+		{"fe80::1%eth0", "", true, ""},
+	}
+	for _, tt := range tests {
+		from, to, err := ParseRange(tt.start, tt.stop)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%q-%q: err=%v, wantErr=%v", tt.start, tt.stop, err, tt.wantErr)
+			continue
+		}
+		if err == nil && iprangeSize(from, to).String() != tt.size {
+			t.Errorf("%q-%q: size %s, want %s", tt.start, tt.stop, iprangeSize(from, to), tt.size)
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package tables
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestParseLBAnnotations(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		lbIP        string
+		wantIPs     []string
+		wantKey     string
+		wantCross   []string
+		wantOptIn   bool
+		wantErr     string // substring of Error, "" = no error
+	}{
+		{name: "none"},
+		{
+			name:        "spec example",
+			annotations: map[string]string{AnnotationIPs: "20.0.10.100,20.0.10.200"},
+			wantIPs:     []string{"20.0.10.100", "20.0.10.200"},
+		},
+		{
+			name:        "spaces, duplicates and IPv6",
+			annotations: map[string]string{AnnotationIPs: " 20.0.10.100 , 2004::5,20.0.10.100,"},
+			wantIPs:     []string{"20.0.10.100", "2004::5"},
+		},
+		{
+			name:        "legacy spelling",
+			annotations: map[string]string{LegacyAnnotationIPs: "20.0.10.7", LegacyAnnotationSharingKey: "k", LegacyAnnotationSharingCross: "a,b"},
+			wantIPs:     []string{"20.0.10.7"}, wantKey: "k", wantCross: []string{"a", "b"},
+		},
+		{
+			name:        "new spelling wins over legacy",
+			annotations: map[string]string{AnnotationIPs: "1.1.1.1", LegacyAnnotationIPs: "2.2.2.2"},
+			wantIPs:     []string{"1.1.1.1"},
+		},
+		{
+			name:        "loadBalancerIP joins the annotation",
+			annotations: map[string]string{AnnotationIPs: "1.1.1.1"}, lbIP: "3.3.3.3",
+			wantIPs: []string{"1.1.1.1", "3.3.3.3"},
+		},
+		{
+			name:        "bad IP is quoted, good ones kept",
+			annotations: map[string]string{AnnotationIPs: "20.0.10.100,20.0.10.300"},
+			wantIPs:     []string{"20.0.10.100"},
+			wantErr:     `invalid IP address "20.0.10.300"`,
+		},
+		{
+			name: "bad loadBalancerIP", lbIP: "not-an-ip",
+			wantErr: `spec.loadBalancerIP: invalid IP address "not-an-ip"`,
+		},
+		{
+			name:        "empty ips annotation",
+			annotations: map[string]string{AnnotationIPs: " , "},
+			wantErr:     `no IP address in`,
+		},
+		{
+			name:        "cross namespace star",
+			annotations: map[string]string{AnnotationSharingKey: "x", AnnotationSharingCrossNS: "*"},
+			wantKey:     "x", wantCross: []string{"*"},
+		},
+		{
+			name:        "bad namespace",
+			annotations: map[string]string{AnnotationSharingCrossNS: "tenant-a,Tenant_B"},
+			wantCross:   []string{"tenant-a"},
+			wantErr:     `invalid namespace "Tenant_B"`,
+		},
+		{
+			name:        "opt-in",
+			annotations: map[string]string{AnnotationExternalIPsOptIn: "true"},
+			wantOptIn:   true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := ParseLBAnnotations(tt.annotations, tt.lbIP)
+			var got []string
+			for _, ip := range a.RequestedIPs {
+				got = append(got, ip.String())
+			}
+			if strings.Join(got, ",") != strings.Join(tt.wantIPs, ",") {
+				t.Errorf("ips %v, want %v", got, tt.wantIPs)
+			}
+			if a.SharingKey != tt.wantKey {
+				t.Errorf("key %q, want %q", a.SharingKey, tt.wantKey)
+			}
+			if strings.Join(a.SharingCrossNamespace, ",") != strings.Join(tt.wantCross, ",") {
+				t.Errorf("cross %v, want %v", a.SharingCrossNamespace, tt.wantCross)
+			}
+			if a.ExternalIPsOptIn != tt.wantOptIn {
+				t.Errorf("opt-in %v", a.ExternalIPsOptIn)
+			}
+			if (tt.wantErr == "") != (a.Error == "") || !strings.Contains(a.Error, tt.wantErr) {
+				t.Errorf("error %q, want %q", a.Error, tt.wantErr)
+			}
+		})
+	}
+}
+
+// FuzzParseLBAnnotations checks the parser never panics and that whatever
+// it accepts is a valid, unmapped, zone-less address.
+func FuzzParseLBAnnotations(f *testing.F) {
+	f.Add("20.0.10.100,20.0.10.200", "", "tenant-a,*")
+	f.Add("2004::1, ::ffff:1.2.3.4", "1.2.3.4", "")
+	f.Add(",,,", "fe80::1%eth0", "a,,b")
+	f.Fuzz(func(t *testing.T, ips, lbIP, cross string) {
+		a := ParseLBAnnotations(map[string]string{AnnotationIPs: ips, AnnotationSharingCrossNS: cross}, lbIP)
+		seen := map[netip.Addr]bool{}
+		for _, ip := range a.RequestedIPs {
+			if !ip.IsValid() || ip.Zone() != "" || ip.Is4In6() {
+				t.Fatalf("accepted bad address %v", ip)
+			}
+			if seen[ip] {
+				t.Fatalf("duplicate %v", ip)
+			}
+			seen[ip] = true
+		}
+		for _, ns := range a.SharingCrossNamespace {
+			if ns != "*" && !validNamespace(ns) {
+				t.Fatalf("accepted bad namespace %q", ns)
+			}
+		}
+	})
+}
