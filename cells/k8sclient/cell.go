@@ -1,0 +1,37 @@
+// Package k8sclient provides the Kubernetes clients every other cell uses,
+// rate limited by k8s-client-qps / k8s-client-burst, and an Event recorder.
+//
+// Reads: the kubeconfig (or the in-cluster service account).
+// Writes: nothing; provides kubernetes.Interface, versioned.Interface and
+// record.EventRecorder.
+package k8sclient
+
+import (
+	"github.com/cilium/hive/cell"
+	"github.com/spf13/pflag"
+)
+
+// Config of the Kubernetes clients.
+type Config struct {
+	Kubeconfig     string  // kubeconfig
+	K8sClientQPS   float32 // k8s-client-qps
+	K8sClientBurst int     // k8s-client-burst
+}
+
+// Defaults leave room for LB IPAM's status writes: at the client-go default
+// of 5 QPS, giving 1000 new Services their IPs would take over three minutes.
+var Defaults = Config{K8sClientQPS: 100, K8sClientBurst: 200}
+
+func (def Config) Flags(flags *pflag.FlagSet) {
+	flags.String("kubeconfig", def.Kubeconfig, "Path to a kubeconfig; empty means the in-cluster service account")
+	flags.Float32("k8s-client-qps", def.K8sClientQPS, "Queries per second the agent may send to the API server (sustained)")
+	flags.Int("k8s-client-burst", def.K8sClientBurst, "Queries the agent may send to the API server in a burst")
+}
+
+var Cell = cell.Module(
+	"k8s-client",
+	"Kubernetes API clients",
+
+	cell.Config(Defaults),
+	cell.Provide(newClients, newEventRecorder),
+)

@@ -1,0 +1,155 @@
+package servicestatus
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cilium/statedb"
+	"github.com/cilium/statedb/reconciler"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+// Event reasons on Services.
+const (
+	EventAssigned = "IPAllocated"
+	EventReleased = "IPReleased"
+	EventPending  = "IPAllocationPending"
+)
+
+// parallelWrites bounds the status writes in flight: enough to keep up with
+// a burst of new Services, few enough not to swamp the API server.
+const parallelWrites = 16
+
+type statusWriter struct {
+	kube     kubernetes.Interface
+	services statedb.Table[*tables.Service]
+	events   record.EventRecorder
+	log      *slog.Logger
+	now      func() time.Time
+}
+
+func (w *statusWriter) Update(ctx context.Context, txn statedb.ReadTxn, _ statedb.Revision, a *tables.LBAllocation) error {
+	svc, _, ok := w.services.Get(txn, tables.ServiceKeyIndex.Query(a.Key()))
+	if !ok || svc.UID == "" {
+		return nil // deleted meanwhile; nothing to write
+	}
+	if upToDate(a, svc) {
+		return nil
+	}
+	if err := w.apply(ctx, a, svc); err != nil {
+		return fmt.Errorf("service %s: %w", a.Key(), err)
+	}
+	w.recordEvents(a, svc)
+	return nil
+}
+
+// apply writes the decision with server-side apply. Only the fields Herald
+// owns are touched: other conditions and other managers' fields stay, and
+// an apply without ingress or condition removes Herald's.
+func (w *statusWriter) apply(ctx context.Context, a *tables.LBAllocation, svc *tables.Service) error {
+	status := corev1ac.ServiceStatus()
+	lb := corev1ac.LoadBalancerStatus()
+	if a.Managed {
+		for _, ip := range a.IPs {
+			lb.WithIngress(corev1ac.LoadBalancerIngress().
+				WithIP(ip.Addr.String()).
+				// The API server defaults ipMode to VIP; setting it keeps the
+				// next read equal to what was written.
+				WithIPMode(corev1.LoadBalancerIPModeVIP))
+		}
+		c := desiredCondition(a, svc, w.now())
+		status.WithConditions(metav1ac.Condition().
+			WithType(c.Type).WithStatus(c.Status).WithReason(c.Reason).WithMessage(c.Message).
+			WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(c.LastTransitionTime))
+	}
+	status.WithLoadBalancer(lb)
+	cfg := corev1ac.Service(a.Name, a.Namespace).WithStatus(status)
+	_, err := w.kube.CoreV1().Services(a.Namespace).ApplyStatus(ctx, cfg,
+		metav1.ApplyOptions{FieldManager: tables.HeraldFieldManager, Force: true})
+	return err
+}
+
+func (w *statusWriter) recordEvents(a *tables.LBAllocation, svc *tables.Service) {
+	ref := &corev1.ObjectReference{
+		Kind: "Service", APIVersion: "v1", Namespace: svc.Namespace, Name: svc.Name, UID: types.UID(svc.UID),
+	}
+	want := a.Addrs()
+	if !a.Managed {
+		want = nil
+	}
+	var added []string
+	for _, ip := range want {
+		if !slices.Contains(svc.IngressIPs, ip) {
+			added = append(added, ip.String())
+		}
+	}
+	for _, ip := range svc.IngressIPs {
+		if !slices.Contains(want, ip) {
+			w.events.Eventf(ref, corev1.EventTypeNormal, EventReleased, "Released IP %s: %s", ip, releaseReason(a, ip))
+		}
+	}
+	if len(added) > 0 {
+		w.events.Eventf(ref, corev1.EventTypeNormal, EventAssigned, "Assigned IP %s", strings.Join(added, ", "))
+	}
+	if a.Managed && !a.Satisfied {
+		old, ok := svc.Condition(tables.ConditionRequestSatisfied)
+		if !ok || old.Reason != a.Reason || old.Message != a.Message {
+			w.events.Eventf(ref, corev1.EventTypeWarning, EventPending, "%s: %s", a.Reason, a.Message)
+		}
+	}
+}
+
+func releaseReason(a *tables.LBAllocation, ip netip.Addr) string {
+	if !a.Managed {
+		return "the service is no longer handled by LB IPAM"
+	}
+	for _, r := range a.Released {
+		if r.Addr == ip {
+			return r.Reason
+		}
+	}
+	return "no longer allocated"
+}
+
+// Delete runs when a Service's decision is dropped, which happens when the
+// Service itself is gone: there is nothing left to clean.
+func (w *statusWriter) Delete(context.Context, statedb.ReadTxn, statedb.Revision, *tables.LBAllocation) error {
+	return nil
+}
+
+func (w *statusWriter) Prune(context.Context, statedb.ReadTxn, iter.Seq2[*tables.LBAllocation, statedb.Revision]) error {
+	return nil
+}
+
+// UpdateBatch writes a batch of statuses in parallel.
+func (w *statusWriter) UpdateBatch(ctx context.Context, txn statedb.ReadTxn, batch []reconciler.BatchEntry[*tables.LBAllocation]) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, parallelWrites)
+	for i := range batch {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(e *reconciler.BatchEntry[*tables.LBAllocation]) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			e.Result = w.Update(ctx, txn, e.Revision, e.Object)
+		}(&batch[i])
+	}
+	wg.Wait()
+}
+
+func (w *statusWriter) DeleteBatch(context.Context, statedb.ReadTxn, []reconciler.BatchEntry[*tables.LBAllocation]) {}

@@ -1,0 +1,101 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/cilium/statedb"
+	"github.com/spf13/cobra"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+// tablePrinter fetches one table from the agent and prints it.
+type tablePrinter func(ctx context.Context, out io.Writer, asJSON bool) error
+
+// printers lists the tables herald-dbg knows how to decode.
+var printers = map[string]tablePrinter{
+	tables.ServicesTableName:      printTable[*tables.Service](tables.ServicesTableName),
+	tables.LBPoolsTableName:       printTable[*tables.LBPool](tables.LBPoolsTableName),
+	tables.LBAllocationsTableName: printTable[*tables.LBAllocation](tables.LBAllocationsTableName),
+	tables.LBPoolStatusTableName:  printTable[*tables.LBPoolStatus](tables.LBPoolStatusTableName),
+}
+
+type row interface {
+	TableHeader() []string
+	TableRow() []string
+}
+
+func printTable[Obj row](name string) tablePrinter {
+	return func(ctx context.Context, out io.Writer, asJSON bool) error {
+		remote := statedb.NewRemoteTable[Obj](agentURL, name)
+		remote.SetTransport(agentTransport())
+		objs, errs := remote.LowerBound(ctx, statedb.ByRevision[Obj](0))
+		var all []Obj
+		for obj := range objs {
+			all = append(all, obj)
+		}
+		if err := <-errs; err != nil {
+			return fmt.Errorf("reading table %s from the agent at %s: %w", name, socket, err)
+		}
+		if asJSON {
+			enc := json.NewEncoder(out)
+			enc.SetIndent("", "  ")
+			if all == nil {
+				all = []Obj{}
+			}
+			return enc.Encode(all)
+		}
+		rows := make([][]string, 0, len(all))
+		for _, o := range all {
+			rows = append(rows, o.TableRow())
+		}
+		// Stable, readable order: by the first column.
+		slices.SortStableFunc(rows, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+		var zero Obj
+		header := zeroHeader(zero)
+		tw := tabwriter.NewWriter(out, 4, 0, 3, ' ', 0)
+		fmt.Fprintln(tw, "# "+strings.Join(header, "\t"))
+		for _, r := range rows {
+			fmt.Fprintln(tw, strings.Join(r, "\t"))
+		}
+		return tw.Flush()
+	}
+}
+
+// zeroHeader returns the header of a table from a nil object pointer; the
+// TableHeader methods do not touch their receiver.
+func zeroHeader[Obj row](zero Obj) []string { return zero.TableHeader() }
+
+func statedbCmd() *cobra.Command {
+	var output string
+	names := make([]string, 0, len(printers))
+	for n := range printers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	cmd := &cobra.Command{
+		Use:       "statedb TABLE",
+		Short:     "Print one of the agent's tables: " + strings.Join(names, ", "),
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: names,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, ok := printers[args[0]]
+			if !ok {
+				return fmt.Errorf("unknown table %q; known tables: %s", args[0], strings.Join(names, ", "))
+			}
+			if output != "" && output != "json" && output != "table" {
+				return fmt.Errorf("-o %q: use table or json", output)
+			}
+			return p(cmd.Context(), os.Stdout, output == "json")
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "Output format: table or json")
+	return cmd
+}

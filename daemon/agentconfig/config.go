@@ -1,0 +1,54 @@
+// Package agentconfig holds the agent-wide settings several cells read: who
+// this agent is and which features are on. Each field is a flag and a
+// ConfigMap key of the same name.
+package agentconfig
+
+import (
+	"os"
+
+	"github.com/cilium/hive/cell"
+	"github.com/spf13/pflag"
+)
+
+// Config is the agent-wide configuration.
+type Config struct {
+	NodeName     string // node-name
+	K8sNamespace string // k8s-namespace
+
+	EnableIPv4 bool // enable-ipv4
+	EnableIPv6 bool // enable-ipv6
+
+	EnableL2Announcements bool // enable-l2-announcements
+	EnableBGPControlPlane bool // enable-bgp-control-plane
+}
+
+// Defaults follow the spec: IPv4 on, IPv6 and the announcers off.
+var Defaults = Config{
+	K8sNamespace: "kube-system",
+	EnableIPv4:   true,
+}
+
+func (def Config) Flags(flags *pflag.FlagSet) {
+	flags.String("node-name", def.NodeName, "Name of the node this agent runs on (defaults to $NODE_NAME, then the host name)")
+	flags.String("k8s-namespace", def.K8sNamespace, "Namespace the agent's Leases live in (the namespace Herald is deployed to)")
+	flags.Bool("enable-ipv4", def.EnableIPv4, "Hand out IPv4 LoadBalancer addresses")
+	flags.Bool("enable-ipv6", def.EnableIPv6, "Hand out IPv6 LoadBalancer addresses")
+	flags.Bool("enable-l2-announcements", def.EnableL2Announcements, "Announce LoadBalancer and external IPs on the local network (ARP/NDP); also makes LB IPAM handle loadBalancerClass io.cilium/l2-announcer")
+	flags.Bool("enable-bgp-control-plane", def.EnableBGPControlPlane, "Make LB IPAM handle loadBalancerClass io.cilium/bgp-control-plane")
+}
+
+// Cell registers the agent-wide configuration.
+var Cell = cell.Config(Defaults)
+
+// Node returns the node name: --node-name, else $NODE_NAME (set from the
+// downward API in the DaemonSet), else the host name.
+func (c Config) Node() string {
+	if c.NodeName != "" {
+		return c.NodeName
+	}
+	if n := os.Getenv("NODE_NAME"); n != "" {
+		return n
+	}
+	h, _ := os.Hostname()
+	return h
+}

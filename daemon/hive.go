@@ -1,0 +1,58 @@
+// Package daemon assembles the agent: the list of cells below is the map of
+// the program. Cells never call each other; they meet in statedb tables.
+package daemon
+
+import (
+	"log/slog"
+
+	"github.com/cilium/hive"
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/hive/job"
+	"github.com/cilium/statedb"
+
+	"github.com/heraldlb/herald/cells/allocator"
+	"github.com/heraldlb/herald/cells/dbgapi"
+	"github.com/heraldlb/herald/cells/k8sclient"
+	"github.com/heraldlb/herald/cells/k8swatch"
+	"github.com/heraldlb/herald/cells/poolstatus"
+	"github.com/heraldlb/herald/cells/servicestatus"
+	"github.com/heraldlb/herald/daemon/agentconfig"
+)
+
+// Cells of the agent, in the order data flows through them.
+var Cells = []cell.Cell{
+	// Infrastructure: health, jobs, the in-memory database.
+	cell.SimpleHealthCell,
+	job.Cell,
+	statedb.Cell,
+
+	// Agent-wide settings: node name, namespace, IP families, features.
+	agentconfig.Cell,
+	// Kubernetes clients and the Event recorder.
+	k8sclient.Cell,
+	// Kubernetes → tables services and lb-pools.
+	k8swatch.Cell,
+	// LB IPAM (leader only): services × lb-pools → lb-allocations, lb-pool-status.
+	allocator.Cell,
+	// lb-allocations → Service status (ingress IPs, condition) and Events.
+	servicestatus.Cell,
+	// lb-pool-status → pool status conditions and Events.
+	poolstatus.Cell,
+	// Tables → herald-dbg over a unix socket.
+	dbgapi.Cell,
+}
+
+// New returns the agent's hive.
+func New(extra ...cell.Cell) *hive.Hive {
+	return hive.NewWithOptions(hive.Options{
+		EnvPrefix: "HERALD_",
+		ModuleDecorators: cell.ModuleDecorators{
+			func(h cell.Health, id cell.ModuleID) cell.Health { return h.NewScope(string(id)) },
+		},
+		ModulePrivateProviders: cell.ModulePrivateProviders{
+			func(r job.Registry, h cell.Health, l *slog.Logger) job.Group {
+				return r.NewGroup(h, job.WithLogger(l))
+			},
+		},
+	}, append(Cells, extra...)...)
+}
