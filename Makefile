@@ -7,6 +7,11 @@ OUTPUT        := _output
 BIN           := $(OUTPUT)/bin
 HERALD_CACHE  ?= $(HOME)/.cache/herald
 export HERALD_CACHE
+# The development cluster of `make cluster-up` and `make demo`.
+CLUSTER_DIR   ?= $(OUTPUT)/demo
+HERALD_APISERVER_PORT ?= 16443
+HERALD_ETCD_PORT      ?= 12379
+export CLUSTER_DIR HERALD_APISERVER_PORT HERALD_ETCD_PORT
 
 .PHONY: all build test test-unit test-integration generate verify-generate lint fuzz demo \
         cluster-up cluster-down bench-alloc tools clean
@@ -48,10 +53,10 @@ test-integration: tools build
 test: lint verify-generate test-unit fuzz test-integration
 
 cluster-up: tools
-	install/dev/cluster-up.sh $(OUTPUT)/cluster
+	install/dev/cluster-up.sh $(CLUSTER_DIR)
 
 cluster-down:
-	install/dev/cluster-down.sh $(OUTPUT)/cluster
+	install/dev/cluster-down.sh $(CLUSTER_DIR)
 
 demo: tools build
 	install/dev/demo.sh

@@ -65,3 +65,29 @@ func TestParseRange(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseBlock checks that the block parser never panics and that every
+// block it accepts is a well-formed range of one family.
+func FuzzParseBlock(f *testing.F) {
+	f.Add("10.0.10.0/24", "", "")
+	f.Add("2004::0/64", "", "")
+	f.Add("", "20.0.20.100", "20.0.20.200")
+	f.Add("", "1.2.3.4", "")
+	f.Add("", "20.0.20.200", "20.0.20.100")
+	f.Add("::ffff:1.2.3.4/120", "", "")
+	f.Fuzz(func(t *testing.T, cidr, start, stop string) {
+		b, err := ParseBlock(cidr, start, stop)
+		if err != nil {
+			return
+		}
+		if !b.From.IsValid() || !b.To.IsValid() || b.From.BitLen() != b.To.BitLen() || b.To.Less(b.From) {
+			t.Fatalf("accepted malformed block %+v from (%q, %q, %q)", b, cidr, start, stop)
+		}
+		if b.From.Zone() != "" || b.From.Is4In6() || b.To.Is4In6() {
+			t.Fatalf("accepted zoned or mapped address %+v", b)
+		}
+		if !b.Overlaps(b) {
+			t.Fatalf("block does not overlap itself: %+v", b)
+		}
+	})
+}

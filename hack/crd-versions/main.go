@@ -1,0 +1,131 @@
+// Command crd-versions post-processes the CRDs that controller-gen writes and
+// is run by hack/generate.sh:
+//
+//	go run ./hack/crd-versions IN_DIR OUT_DIR
+//
+// For every IN_DIR/*.yaml it writes OUT_DIR/<same name> after
+//   - tightening every metav1.LabelSelector in the schemas (see selector.go),
+//   - adding the extra served versions listed in extraVersions.
+//
+// Cilium serves some CRDs under more than one version with the same schema
+// (e.g. CiliumLoadBalancerIPPool as cilium.io/v2alpha1 and cilium.io/v2).
+// controller-gen can only emit one version per Go package, and duplicating the
+// Go types in a v2 package would only add code to keep in sync, so the extra
+// versions are copies of the storage version's schema, printer columns and
+// subresources. With identical schemas the API server's default "None"
+// conversion (rewrite apiVersion only) is correct.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+)
+
+// extraVersions maps a CRD name to the versions it is also served under.
+var extraVersions = map[string][]string{
+	"ciliumloadbalancerippools.cilium.io": {"v2"},
+}
+
+func main() {
+	if len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: crd-versions IN_DIR OUT_DIR")
+		os.Exit(2)
+	}
+	if err := run(os.Args[1], os.Args[2]); err != nil {
+		fmt.Fprintln(os.Stderr, "crd-versions:", err)
+		os.Exit(1)
+	}
+}
+
+func run(inDir, outDir string) error {
+	files, err := filepath.Glob(filepath.Join(inDir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no CRDs in %s", inDir)
+	}
+	for _, f := range files {
+		in, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		out, err := process(in)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		if err := os.WriteFile(filepath.Join(outDir, filepath.Base(f)), out, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// process rewrites one CRD document. It works on plain maps rather than the
+// apiextensions types so that the output is byte-for-byte what controller-gen
+// itself writes (sigs.k8s.io/yaml, sorted keys, no empty status).
+func process(in []byte) ([]byte, error) {
+	var crd map[string]any
+	if err := yaml.Unmarshal(in, &crd); err != nil {
+		return nil, err
+	}
+	spec, _ := crd["spec"].(map[string]any)
+	versions, _ := spec["versions"].([]any)
+	if len(versions) == 0 {
+		return nil, fmt.Errorf("no spec.versions")
+	}
+	for _, v := range versions {
+		if s, ok := v.(map[string]any)["schema"].(map[string]any); ok {
+			patchLabelSelectors(s["openAPIV3Schema"])
+		}
+	}
+
+	name, _ := crd["metadata"].(map[string]any)["name"].(string)
+	if extra := extraVersions[name]; len(extra) > 0 {
+		storage, err := storageVersion(versions)
+		if err != nil {
+			return nil, err
+		}
+		for _, ver := range extra {
+			v, err := deepCopy(storage)
+			if err != nil {
+				return nil, err
+			}
+			v["name"] = ver
+			v["served"] = true
+			v["storage"] = false
+			versions = append(versions, v)
+		}
+		spec["versions"] = versions
+	}
+
+	out, err := yaml.Marshal(crd)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("---\n"), out...), nil
+}
+
+func storageVersion(versions []any) (map[string]any, error) {
+	for _, v := range versions {
+		if m, ok := v.(map[string]any); ok && m["storage"] == true {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("no storage version")
+}
+
+// deepCopy copies a JSON-shaped map, so that editing the copy (or the
+// original later) cannot alias the other version's schema.
+func deepCopy(m map[string]any) (map[string]any, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	return out, json.Unmarshal(b, &out)
+}

@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools pins the development tools built from this module.
+// install/dev/ensure-tools.sh builds kube-apiserver from here.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+)

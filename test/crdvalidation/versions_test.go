@@ -1,0 +1,111 @@
+package crdvalidation
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
+)
+
+// servedVersions are the versions install/crds serves the pool CRD under;
+// v2alpha1 is the storage version, v2 a copy with the same schema
+// (hack/crd-versions).
+var servedVersions = []string{"v2alpha1", "v2"}
+
+func poolsGVR(version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: v2alpha1.GroupName, Version: version, Resource: v2alpha1.PoolPlural}
+}
+
+// bluePoolV2 is the spec's blue-pool manifest, applied as cilium.io/v2.
+const bluePoolV2 = `
+apiVersion: "cilium.io/v2"
+kind: CiliumLoadBalancerIPPool
+metadata:
+  name: "blue-pool-v2"
+spec:
+  blocks:
+  - cidr: "10.0.10.0/24"
+  - cidr: "2004::0/64"
+  - start: "20.0.20.100"
+    stop: "20.0.20.200"
+  - start: "1.2.3.4"
+`
+
+func TestServedUnderBothVersions(t *testing.T) {
+	ctx := context.Background()
+	pools := clientset.CiliumV2alpha1().CiliumLoadBalancerIPPools()
+
+	var obj unstructured.Unstructured
+	if err := yaml.Unmarshal([]byte(bluePoolV2), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(poolsGVR("v2")).Create(ctx, &obj, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating blue-pool as cilium.io/v2: %v", err)
+	}
+	t.Cleanup(func() { _ = pools.Delete(ctx, obj.GetName(), metav1.DeleteOptions{}) })
+
+	// Written as v2, read back as v2alpha1 through the generated clientset.
+	got, err := pools.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bluePool
+	want.AllowFirstLastIPs = v2alpha1.AllowFirstLastIPYes
+	if !reflect.DeepEqual(got.Spec, want) {
+		t.Errorf("v2alpha1 spec = %+v, want %+v", got.Spec, want)
+	}
+
+	for _, version := range servedVersions {
+		u, err := dyn.Resource(poolsGVR(version)).Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get as %s: %v", version, err)
+		}
+		if av := u.GetAPIVersion(); av != "cilium.io/"+version {
+			t.Errorf("apiVersion = %q, want cilium.io/%s", av, version)
+		}
+		bs, _, _ := unstructured.NestedSlice(u.Object, "spec", "blocks")
+		if len(bs) != 4 {
+			t.Errorf("%s: %d blocks, want 4", version, len(bs))
+		}
+	}
+}
+
+// TestV2HasTheSameRules runs the rejected cases against cilium.io/v2, whose
+// schema is a generated copy of v2alpha1's.
+func TestV2HasTheSameRules(t *testing.T) {
+	for _, tc := range rejectedCases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			p := pool(tc.name, tc.spec)
+			p.APIVersion = v2alpha1.GroupName + "/v2"
+			p.Kind = v2alpha1.PoolKind
+			content, err := toUnstructured(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = dyn.Resource(poolsGVR("v2")).Create(ctx, content, metav1.CreateOptions{})
+			if err == nil {
+				_ = dyn.Resource(poolsGVR("v2")).Delete(ctx, tc.name, metav1.DeleteOptions{})
+				t.Fatalf("accepted as v2, want an error containing %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	return &unstructured.Unstructured{Object: m}, err
+}
