@@ -152,4 +152,5 @@ func (w *statusWriter) UpdateBatch(ctx context.Context, txn statedb.ReadTxn, bat
 	wg.Wait()
 }
 
-func (w *statusWriter) DeleteBatch(context.Context, statedb.ReadTxn, []reconciler.BatchEntry[*tables.LBAllocation]) {}
+func (w *statusWriter) DeleteBatch(context.Context, statedb.ReadTxn, []reconciler.BatchEntry[*tables.LBAllocation]) {
+}
