@@ -45,18 +45,26 @@ func (c Config) validate() error {
 	return fmt.Errorf(`default-lb-service-ipam: %q is not "lbipam" or "none"`, c.DefaultLBServiceIPAM)
 }
 
-var Cell = cell.Module(
-	"lb-ipam",
-	"LoadBalancer IP allocation",
+// Cell is LB IPAM as the agent runs it: allocating while holding the Lease.
+var Cell = module(newLeaseLeadership)
 
-	cell.Config(defaultConfig),
-	// The status reconcilers write the reconciliation status back, hence
-	// read-write tables.
-	cell.Provide(
-		tables.NewLBAllocationsTable,
-		tables.NewLBPoolStatusTable,
-		statedb.RWTable[*tables.LBAllocation].ToTable,
-		statedb.RWTable[*tables.LBPoolStatus].ToTable,
-	),
-	cell.Invoke(registerAllocator),
-)
+// module assembles the cell around a way of knowing when this agent leads;
+// tests substitute one that always does.
+func module(newLeadership any) cell.Cell {
+	return cell.Module(
+		"lb-ipam",
+		"LoadBalancer IP allocation",
+
+		cell.Config(defaultConfig),
+		cell.ProvidePrivate(newLeadership),
+		// The status reconcilers write the reconciliation status back, hence
+		// read-write tables.
+		cell.Provide(
+			tables.NewLBAllocationsTable,
+			tables.NewLBPoolStatusTable,
+			statedb.RWTable[*tables.LBAllocation].ToTable,
+			statedb.RWTable[*tables.LBPoolStatus].ToTable,
+		),
+		cell.Invoke(registerAllocator),
+	)
+}

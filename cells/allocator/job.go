@@ -2,31 +2,18 @@ package allocator
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/cilium/hive"
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/hive/job"
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/reconciler"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/heraldlb/herald/daemon/agentconfig"
 	"github.com/heraldlb/herald/tables"
-)
-
-// Leader election timings; the same as the common controller defaults.
-const (
-	leaseDuration = 15 * time.Second
-	renewDeadline = 10 * time.Second
-	retryPeriod   = 2 * time.Second
 )
 
 type params struct {
@@ -38,7 +25,7 @@ type params struct {
 	DB          *statedb.DB
 	Jobs        job.Group
 	Shutdowner  hive.Shutdowner
-	Kube        kubernetes.Interface
+	Leadership  leadership
 	Services    statedb.Table[*tables.Service]
 	Pools       statedb.Table[*tables.LBPool]
 	Allocations statedb.RWTable[*tables.LBAllocation]
@@ -50,55 +37,14 @@ func registerAllocator(p params) error {
 		return err
 	}
 	p.Jobs.Add(job.OneShot("leader-election", func(ctx context.Context, health cell.Health) error {
-		return elect(ctx, p, health)
+		p.Leadership.Run(ctx, health, func(ctx context.Context) {
+			if err := allocate(ctx, p); err != nil && ctx.Err() == nil {
+				p.Log.Error("LB IPAM stopped", "error", err)
+				p.Shutdowner.Shutdown(hive.ShutdownWithError(err))
+			}
+		})
+		return nil
 	}))
-	return nil
-}
-
-// elect campaigns for the LB IPAM Lease and allocates while it holds it.
-// Losing the Lease stops the agent: its tables would be stale, and a fresh
-// start re-imports everything from Service status.
-func elect(ctx context.Context, p params, health cell.Health) error {
-	identity := p.Agent.Node()
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Name: LeaseName, Namespace: p.Agent.K8sNamespace},
-			Client:     p.Kube.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
-		},
-		LeaseDuration:   leaseDuration,
-		RenewDeadline:   renewDeadline,
-		RetryPeriod:     retryPeriod,
-		ReleaseOnCancel: true,
-		Name:            LeaseName,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				p.Log.Info("Became LB IPAM leader", "lease", p.Agent.K8sNamespace+"/"+LeaseName, "identity", identity)
-				health.OK("leading")
-				if err := allocate(ctx, p); err != nil && ctx.Err() == nil {
-					p.Log.Error("LB IPAM stopped", "error", err)
-					p.Shutdowner.Shutdown(hive.ShutdownWithError(err))
-				}
-			},
-			OnStoppedLeading: func() {
-				if ctx.Err() == nil {
-					p.Log.Error("Lost LB IPAM leadership, stopping the agent", "lease", p.Agent.K8sNamespace+"/"+LeaseName)
-					p.Shutdowner.Shutdown(hive.ShutdownWithError(errors.New("lost the LB IPAM lease")))
-				}
-			},
-			OnNewLeader: func(id string) {
-				if id != identity {
-					p.Log.Info("LB IPAM leader elected", "leader", id)
-					health.OK("following " + id)
-				}
-			},
-		},
-	})
-	if err != nil {
-		return err
-	}
-	health.OK("campaigning")
-	le.Run(ctx)
 	return nil
 }
 

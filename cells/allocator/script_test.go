@@ -1,0 +1,189 @@
+package allocator
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/cilium/hive"
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/hive/hivetest"
+	"github.com/cilium/hive/job"
+	"github.com/cilium/hive/script"
+	"github.com/cilium/hive/script/scripttest"
+	"github.com/cilium/statedb"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
+	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/tables"
+)
+
+// TestScript runs the scenarios in testdata/*.txtar: Kubernetes objects go
+// in with k8s/apply and k8s/delete (plain manifests, as a user writes them),
+// the allocator's tables come out (db/cmp, db/show).
+func TestScript(t *testing.T) {
+	scripttest.Test(t, context.Background(),
+		func(t testing.TB, args []string) *script.Engine {
+			h := hive.New(
+				job.Cell,
+				statedb.Cell,
+				cell.SimpleHealthCell,
+				agentconfig.Cell,
+				cell.Module("k8s-fake", "Tables fed by the script",
+					cell.ProvidePrivate(func(r job.Registry, h cell.Health, l *slog.Logger) job.Group {
+						return r.NewGroup(h, job.WithLogger(l))
+					}),
+					cell.Provide(
+						tables.NewServicesTable, tables.NewLBPoolsTable,
+						statedb.RWTable[*tables.Service].ToTable,
+						statedb.RWTable[*tables.LBPool].ToTable,
+						newK8sCommands,
+					),
+				),
+				cell.Module("lb-ipam-test", "LB IPAM with fixed leadership",
+					cell.ProvidePrivate(func(r job.Registry, h cell.Health, l *slog.Logger) job.Group {
+						return r.NewGroup(h, job.WithLogger(l))
+					}),
+					module(func() leadership { return alwaysLeader{} }),
+				),
+			)
+			flags := pflag.NewFlagSet("", pflag.ContinueOnError)
+			h.RegisterFlags(flags)
+			if err := flags.Parse(args); err != nil {
+				t.Fatal(err)
+			}
+			log := hivetest.Logger(t, hivetest.LogLevel(slog.LevelWarn))
+			cmds, err := h.ScriptCommands(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			maps.Insert(cmds, maps.All(script.DefaultCmds()))
+			t.Cleanup(func() { _ = h.Stop(log, context.Background()) })
+			return &script.Engine{Cmds: cmds}
+		}, nil, "testdata/*.txtar")
+}
+
+// alwaysLeader leads from start to stop.
+type alwaysLeader struct{}
+
+func (alwaysLeader) Run(ctx context.Context, _ cell.Health, lead func(context.Context)) { lead(ctx) }
+
+// k8sCommands turns manifests into table rows, as the k8s-watch cell does.
+type k8sCommands struct {
+	db       *statedb.DB
+	services statedb.RWTable[*tables.Service]
+	pools    statedb.RWTable[*tables.LBPool]
+	// clock stamps objects without a creationTimestamp, one second apart
+	// in the order applied, so "older" means "applied earlier".
+	clock time.Time
+	// synced marks both tables initialized, as the reflectors do after
+	// their initial list.
+	synced func(statedb.WriteTxn)
+}
+
+func newK8sCommands(db *statedb.DB, s statedb.RWTable[*tables.Service], p statedb.RWTable[*tables.LBPool]) hive.ScriptCmdsOut {
+	k := &k8sCommands{db: db, services: s, pools: p, clock: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	wtxn := db.WriteTxn(s, p)
+	doneSvcs := s.RegisterInitializer(wtxn, "script")
+	donePools := p.RegisterInitializer(wtxn, "script")
+	wtxn.Commit()
+	k.synced = func(txn statedb.WriteTxn) { doneSvcs(txn); donePools(txn) }
+	return hive.NewScriptCmds(map[string]script.Cmd{
+		"k8s/apply":  k.cmd(false),
+		"k8s/delete": k.cmd(true),
+		"k8s/synced": script.Command(
+			script.CmdUsage{Summary: "Mark the initial list of Services and pools as complete"},
+			func(*script.State, ...string) (script.WaitFunc, error) {
+				wtxn := k.db.WriteTxn(k.services, k.pools)
+				k.synced(wtxn)
+				wtxn.Commit()
+				return nil, nil
+			}),
+	})
+}
+
+func (k *k8sCommands) cmd(del bool) script.Cmd {
+	return script.Command(
+		script.CmdUsage{Summary: "Apply or delete Services and pools from a manifest", Args: "file..."},
+		func(s *script.State, args ...string) (script.WaitFunc, error) {
+			for _, file := range args {
+				data, err := os.ReadFile(s.Path(file))
+				if err != nil {
+					return nil, err
+				}
+				if err := k.apply(data, del); err != nil {
+					return nil, fmt.Errorf("%s: %w", file, err)
+				}
+			}
+			return nil, nil
+		})
+}
+
+func (k *k8sCommands) apply(data []byte, del bool) error {
+	docs := bytes.Split(data, []byte("\n---"))
+	wtxn := k.db.WriteTxn(k.services, k.pools)
+	defer wtxn.Abort()
+	for _, doc := range docs {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return err
+		}
+		switch meta.Kind {
+		case "Service":
+			var svc corev1.Service
+			if err := yaml.UnmarshalStrict(doc, &svc); err != nil {
+				return err
+			}
+			row := tables.ServiceFromK8s(&svc)
+			if old, _, ok := k.services.Get(wtxn, tables.ServiceKeyIndex.Query(row.Key())); ok {
+				row.CreationTimestamp = old.CreationTimestamp
+			} else if row.CreationTimestamp.IsZero() {
+				row.CreationTimestamp = k.tick()
+			}
+			if del {
+				_, _, _ = k.services.Delete(wtxn, row)
+			} else {
+				_, _, _ = k.services.Insert(wtxn, row)
+			}
+		case "CiliumLoadBalancerIPPool":
+			var pool v2alpha1.CiliumLoadBalancerIPPool
+			if err := yaml.UnmarshalStrict(doc, &pool); err != nil {
+				return err
+			}
+			if pool.Spec.AllowFirstLastIPs == "" {
+				pool.Spec.AllowFirstLastIPs = v2alpha1.AllowFirstLastIPYes // the CRD default
+			}
+			row := tables.LBPoolFromK8s(&pool)
+			if old, _, ok := k.pools.Get(wtxn, tables.LBPoolNameIndex.Query(row.Name)); ok {
+				row.CreationTimestamp = old.CreationTimestamp
+			} else if row.CreationTimestamp.IsZero() {
+				row.CreationTimestamp = k.tick()
+			}
+			if del {
+				_, _, _ = k.pools.Delete(wtxn, row)
+			} else {
+				_, _, _ = k.pools.Insert(wtxn, row)
+			}
+		case "":
+			continue
+		default:
+			return fmt.Errorf("unsupported kind %q", meta.Kind)
+		}
+	}
+	wtxn.Commit()
+	return nil
+}
+
+func (k *k8sCommands) tick() time.Time {
+	k.clock = k.clock.Add(time.Second)
+	return k.clock
+}
