@@ -12,8 +12,11 @@ import (
 
 	"github.com/heraldlb/herald/cells/allocator"
 	"github.com/heraldlb/herald/cells/dbgapi"
+	"github.com/heraldlb/herald/cells/devices"
 	"github.com/heraldlb/herald/cells/k8sclient"
 	"github.com/heraldlb/herald/cells/k8swatch"
+	"github.com/heraldlb/herald/cells/l2announcer"
+	"github.com/heraldlb/herald/cells/l2responder"
 	"github.com/heraldlb/herald/cells/poolstatus"
 	"github.com/heraldlb/herald/cells/servicestatus"
 	"github.com/heraldlb/herald/daemon/agentconfig"
@@ -30,7 +33,7 @@ var Cells = []cell.Cell{
 	agentconfig.Cell,
 	// Kubernetes clients and the Event recorder.
 	k8sclient.Cell,
-	// Kubernetes → tables services and lb-pools.
+	// Kubernetes → tables services, lb-pools, l2-policies, nodes.
 	k8swatch.Cell,
 	// LB IPAM (leader only): services × lb-pools → lb-allocations, lb-pool-status.
 	allocator.Cell,
@@ -38,6 +41,12 @@ var Cells = []cell.Cell{
 	servicestatus.Cell,
 	// lb-pool-status → pool status conditions and Events.
 	poolstatus.Cell,
+	// netlink → table devices (only with L2 announcements on).
+	devices.Cell,
+	// services × l2-policies × nodes × devices → Leases → table l2-announce.
+	l2announcer.Cell,
+	// l2-announce → eBPF ARP responder on selected devices, gratuitous ARP.
+	l2responder.Cell,
 	// Tables → herald-dbg over a unix socket.
 	dbgapi.Cell,
 }

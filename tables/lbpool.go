@@ -189,10 +189,3 @@ func ParseBlock(cidr, start, stop string) (LBPoolBlock, error) {
 		return LBPoolBlock{}, fmt.Errorf("a block needs cidr or start")
 	}
 }
-
-func selectorFrom(ls *metav1.LabelSelector) (labels.Selector, error) {
-	if ls == nil {
-		return labels.Everything(), nil
-	}
-	return metav1.LabelSelectorAsSelector(ls)
-}

@@ -1,8 +1,9 @@
 // Package k8swatch reflects the Kubernetes objects Herald acts on into
 // statedb tables, so that every other cell reads tables, never the API.
 //
-// Reads: Services (all namespaces), CiliumLoadBalancerIPPools.
-// Writes: tables services and lb-pools.
+// Reads: Services (all namespaces), CiliumLoadBalancerIPPools and, with
+// L2 announcements on, CiliumL2AnnouncementPolicies and this agent's Node.
+// Writes: tables services, lb-pools, l2-policies and nodes.
 package k8swatch
 
 import (
@@ -16,10 +17,12 @@ var Cell = cell.Module(
 	"k8s-watch",
 	"Reflects Kubernetes objects into tables",
 
-	cell.ProvidePrivate(tables.NewServicesTable, tables.NewLBPoolsTable),
+	cell.ProvidePrivate(tables.NewServicesTable, tables.NewLBPoolsTable, tables.NewL2PoliciesTable, tables.NewNodesTable),
 	cell.Provide(
 		statedb.RWTable[*tables.Service].ToTable,
 		statedb.RWTable[*tables.LBPool].ToTable,
+		statedb.RWTable[*tables.L2Policy].ToTable,
+		statedb.RWTable[*tables.Node].ToTable,
 	),
-	cell.Invoke(reflectServices, reflectPools),
+	cell.Invoke(reflectServices, reflectPools, reflectL2Policies, reflectLocalNode),
 )

@@ -38,7 +38,10 @@ func (def Config) Flags(flags *pflag.FlagSet) {
 }
 
 // Cell registers the agent-wide configuration.
-var Cell = cell.Config(Defaults)
+var Cell = cell.Group(
+	cell.Config(Defaults),
+	cell.Config(DefaultL2Leases),
+)
 
 // Node returns the node name: --node-name, else $NODE_NAME (set from the
 // downward API in the DaemonSet), else the host name.

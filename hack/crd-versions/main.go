@@ -25,6 +25,14 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// strictSelectors lists the CRDs whose label selectors get the
+// matchExpressions rules. CiliumL2AnnouncementPolicy is left out on
+// purpose: its spec reports a bad selector in the policy's status
+// (io.cilium/bad-service-selector) instead of rejecting it.
+var strictSelectors = map[string]bool{
+	"ciliumloadbalancerippools.cilium.io": true,
+}
+
 // extraVersions maps a CRD name to the versions it is also served under.
 var extraVersions = map[string][]string{
 	"ciliumloadbalancerippools.cilium.io": {"v2"},
@@ -78,13 +86,13 @@ func process(in []byte) ([]byte, error) {
 	if len(versions) == 0 {
 		return nil, fmt.Errorf("no spec.versions")
 	}
+	name, _ := crd["metadata"].(map[string]any)["name"].(string)
 	for _, v := range versions {
-		if s, ok := v.(map[string]any)["schema"].(map[string]any); ok {
+		if s, ok := v.(map[string]any)["schema"].(map[string]any); ok && strictSelectors[name] {
 			patchLabelSelectors(s["openAPIV3Schema"])
 		}
 	}
 
-	name, _ := crd["metadata"].(map[string]any)["name"].(string)
 	if extra := extraVersions[name]; len(extra) > 0 {
 		storage, err := storageVersion(versions)
 		if err != nil {

@@ -25,6 +25,10 @@ var printers = map[string]tablePrinter{
 	tables.LBPoolsTableName:       printTable[*tables.LBPool](tables.LBPoolsTableName),
 	tables.LBAllocationsTableName: printTable[*tables.LBAllocation](tables.LBAllocationsTableName),
 	tables.LBPoolStatusTableName:  printTable[*tables.LBPoolStatus](tables.LBPoolStatusTableName),
+	tables.DevicesTableName:       printTable[*tables.Device](tables.DevicesTableName),
+	tables.L2PoliciesTableName:    printTable[*tables.L2Policy](tables.L2PoliciesTableName),
+	tables.L2AnnounceTableName:    printTable[*tables.L2AnnounceEntry](tables.L2AnnounceTableName),
+	tables.NodesTableName:         printTable[*tables.Node](tables.NodesTableName),
 }
 
 type row interface {

@@ -18,4 +18,6 @@ limitations under the License.
 
 package v2alpha1
 
+type CiliumL2AnnouncementPolicyExpansion interface{}
+
 type CiliumLoadBalancerIPPoolExpansion interface{}

@@ -28,6 +28,10 @@ type FakeCiliumV2alpha1 struct {
 	*testing.Fake
 }
 
+func (c *FakeCiliumV2alpha1) CiliumL2AnnouncementPolicies() v2alpha1.CiliumL2AnnouncementPolicyInterface {
+	return newFakeCiliumL2AnnouncementPolicies(c)
+}
+
 func (c *FakeCiliumV2alpha1) CiliumLoadBalancerIPPools() v2alpha1.CiliumLoadBalancerIPPoolInterface {
 	return newFakeCiliumLoadBalancerIPPools(c)
 }

@@ -1,0 +1,50 @@
+// Package l2responder answers ARP for the entries of the l2-announce table
+// from an eBPF program attached to every selected device, sends gratuitous
+// ARP when this node takes an IP over (or a device comes up), and keeps a
+// heartbeat the program checks: an agent that stops refreshing it for a
+// lease duration stops attracting traffic.
+//
+// Reads: tables l2-announce and devices.
+// Writes: the BPF maps l2_responder_v4 and l2_responder_config (pinned
+// under <bpf-root>/herald), program attachments, gratuitous ARP packets.
+package l2responder
+
+import (
+	"fmt"
+
+	"github.com/cilium/hive/cell"
+	"github.com/spf13/pflag"
+
+	"github.com/heraldlb/herald/bpf"
+)
+
+// Config of the responder.
+type Config struct {
+	// L2ResponderMode is the hook: "tcx" (tc ingress) or "xdp".
+	L2ResponderMode string // l2-responder-mode
+	// BPFRoot is where bpffs is (mounted there when missing).
+	BPFRoot string // bpf-root
+}
+
+var defaultConfig = Config{L2ResponderMode: string(bpf.ModeTCX), BPFRoot: bpf.DefaultBPFFSRoot}
+
+func (def Config) Flags(flags *pflag.FlagSet) {
+	flags.String("l2-responder-mode", def.L2ResponderMode, `Where the ARP responder runs: "tcx" (tc ingress) or "xdp"`)
+	flags.String("bpf-root", def.BPFRoot, "Mount point of the BPF filesystem; the responder's maps are pinned under <bpf-root>/herald")
+}
+
+func (c Config) validate() error {
+	switch bpf.Mode(c.L2ResponderMode) {
+	case bpf.ModeTCX, bpf.ModeXDP:
+		return nil
+	}
+	return fmt.Errorf(`l2-responder-mode: %q is not "tcx" or "xdp"`, c.L2ResponderMode)
+}
+
+var Cell = cell.Module(
+	"l2-responder",
+	"Answers ARP for announced IPs from eBPF",
+
+	cell.Config(defaultConfig),
+	cell.Invoke(registerResponder),
+)

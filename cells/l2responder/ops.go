@@ -1,0 +1,86 @@
+package l2responder
+
+import (
+	"context"
+	"iter"
+	"log/slog"
+	"net"
+	"net/netip"
+
+	"github.com/cilium/statedb"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+// mapOps keeps the l2_responder_v4 map equal to the l2-announce table.
+type mapOps struct {
+	h    *handle
+	log  *slog.Logger
+	garp func(ifindex int, ip netip.Addr, mac net.HardwareAddr) error
+}
+
+// Update programs one entry. An entry new to the map means this node just
+// took the IP over: it announces itself with a gratuitous ARP so neighbours
+// update their caches at once instead of when their entries expire.
+func (o *mapOps) Update(_ context.Context, _ statedb.ReadTxn, _ statedb.Revision, e *tables.L2AnnounceEntry) error {
+	existed, err := o.inMap(e.IP, e.Ifindex)
+	if err != nil {
+		return err
+	}
+	mac := e.HardwareAddr()
+	if err := o.h.r.Upsert(e.IP, e.Ifindex, mac); err != nil {
+		return err
+	}
+	if !existed {
+		if err := o.garp(e.Ifindex, e.IP, mac); err != nil {
+			// The entry answers requests anyway; only the shortcut failed.
+			o.log.Warn("Gratuitous ARP failed", "ip", e.IP, "interface", e.NetworkInterface, "error", err)
+		} else {
+			o.log.Info("Announcing", "ip", e.IP, "interface", e.NetworkInterface, "services", e.Origins)
+		}
+	}
+	return nil
+}
+
+func (o *mapOps) inMap(ip netip.Addr, ifindex int) (bool, error) {
+	entries, err := o.h.r.Entries()
+	if err != nil {
+		return false, err
+	}
+	for _, m := range entries {
+		if m.IP == ip && m.Ifindex == ifindex {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (o *mapOps) Delete(_ context.Context, _ statedb.ReadTxn, _ statedb.Revision, e *tables.L2AnnounceEntry) error {
+	o.log.Info("Withdrawing", "ip", e.IP, "interface", e.NetworkInterface)
+	return o.h.r.Delete(e.IP, e.Ifindex)
+}
+
+// Prune removes map entries the table does not want.
+func (o *mapOps) Prune(_ context.Context, _ statedb.ReadTxn, want iter.Seq2[*tables.L2AnnounceEntry, statedb.Revision]) error {
+	type key struct {
+		ip      netip.Addr
+		ifindex int
+	}
+	wanted := map[key]bool{}
+	for e := range want {
+		wanted[key{e.IP, e.Ifindex}] = true
+	}
+	entries, err := o.h.r.Entries()
+	if err != nil {
+		return err
+	}
+	for _, m := range entries {
+		if !wanted[key{m.IP, m.Ifindex}] {
+			o.log.Info("Removing stray responder entry", "ip", m.IP, "ifindex", m.Ifindex)
+			if err := o.h.r.Delete(m.IP, m.Ifindex); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package l2responder
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/hive/job"
+	"github.com/cilium/statedb"
+	"github.com/cilium/statedb/reconciler"
+
+	"github.com/heraldlb/herald/bpf"
+	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/tables"
+)
+
+type params struct {
+	cell.In
+
+	Config    Config
+	Agent     agentconfig.Config
+	Leases    agentconfig.L2Leases
+	Log       *slog.Logger
+	DB        *statedb.DB
+	Jobs      job.Group
+	Lifecycle cell.Lifecycle
+	Reconcile reconciler.Params
+	Devices   statedb.Table[*tables.Device]
+	Announce  statedb.RWTable[*tables.L2AnnounceEntry]
+}
+
+// heartbeatInterval is how often the agent tells the program it is alive.
+const heartbeatInterval = time.Second
+
+func registerResponder(p params) error {
+	if !p.Agent.EnableL2Announcements {
+		return nil
+	}
+	if err := p.Config.validate(); err != nil {
+		return err
+	}
+	h := &handle{}
+	p.Lifecycle.Append(cell.Hook{
+		OnStart: func(cell.HookContext) error {
+			if err := bpf.EnsureBPFFS(p.Config.BPFRoot); err != nil {
+				return err
+			}
+			r, err := bpf.Load(bpf.Mode(p.Config.L2ResponderMode), filepath.Join(p.Config.BPFRoot, "herald"))
+			if err != nil {
+				return err
+			}
+			h.r = r
+			// Entries pinned by a previous run are for Leases this agent does
+			// not hold (yet): forget them before anything is attached.
+			stale, err := r.Entries()
+			if err != nil {
+				return err
+			}
+			for _, e := range stale {
+				if err := r.Delete(e.IP, e.Ifindex); err != nil {
+					return err
+				}
+			}
+			return r.Heartbeat(p.Leases.L2AnnouncementsLeaseDuration)
+		},
+		OnStop: func(cell.HookContext) error {
+			// Detaches every program: a stopped agent answers for nothing.
+			return h.r.Close()
+		},
+	})
+
+	p.Jobs.Add(job.Timer("heartbeat", func(context.Context) error {
+		return h.r.Heartbeat(p.Leases.L2AnnouncementsLeaseDuration)
+	}, heartbeatInterval))
+
+	ops := &mapOps{h: h, log: p.Log, garp: sendGratuitousARP}
+	p.Jobs.Add(job.OneShot("attach", func(ctx context.Context, health cell.Health) error {
+		return attachLoop(ctx, p, h, ops, health)
+	}))
+	_, err := reconciler.Register(p.Reconcile, p.Announce,
+		(*tables.L2AnnounceEntry).Clone,
+		(*tables.L2AnnounceEntry).SetStatus,
+		(*tables.L2AnnounceEntry).GetStatus,
+		ops, nil,
+		reconciler.WithRetry(50*time.Millisecond, 10*time.Second),
+		// A full pass every minute removes strays: map entries nobody wants
+		// (left by a crash, or written by hand).
+		reconciler.WithPruning(time.Minute),
+		reconciler.WithRefreshing(time.Minute, nil),
+	)
+	return err
+}
+
+// handle gives the jobs the responder loaded at start.
+type handle struct{ r *bpf.Responder }
