@@ -3,6 +3,9 @@
 #   api/cilium.io/*/zz_generated.deepcopy.go   controller-gen object
 #   api/client/clientset/versioned/            client-gen (typed clientset + fake)
 #   install/crds/*.yaml                        controller-gen crd + hack/crd-versions
+#   bpf/*_bpfel.go, bpf/*_bpfel.o              bpf2go (go generate ./bpf/...), from
+#                                              the C sources in bpf/; needs clang,
+#                                              llvm and libbpf-dev (make tools)
 # The generators are built from the pinned tools module hack/tools, so their
 # versions never depend on the machine. hack/verify-generate.sh checks that the
 # checked-in files are what this script writes.
@@ -44,5 +47,12 @@ echo ">> CRDs"
 mkdir -p install/crds
 "$GO" run ./hack/crd-versions "$tmp/crds" install/crds
 
-gofmt -w api/client api/cilium.io/*/zz_generated.deepcopy.go
+echo ">> BPF objects"
+# bpf2go (pinned by go.mod) compiles bpf/*.c with clang. The output does not
+# depend on the checkout's path, but does on the clang version: the checked-in
+# objects come from Debian 12's clang 14, which install/dev/ensure-tools.sh
+# installs.
+"$GO" generate ./bpf/...
+
+gofmt -w api/client api/cilium.io/*/zz_generated.deepcopy.go bpf/*_bpfel.go
 echo ">> done"

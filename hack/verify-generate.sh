@@ -6,8 +6,9 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Where generate.sh writes; everything else in these dirs is copied unchanged
-# and so compares equal.
-PATHS=(api install/crds)
+# and so compares equal. In bpf/ that is the bpf2go output, *_bpfel.go and
+# *_bpfel.o (compared byte for byte).
+PATHS=(api install/crds bpf)
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

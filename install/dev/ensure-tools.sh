@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the local control plane needs (tests, demo, CI):
-#   - Debian packages: etcd-server (/usr/bin/etcd), iproute2, openssl, curl, jq
+#   - Debian packages: etcd-server (/usr/bin/etcd), iproute2, openssl, curl, jq;
+#     for the eBPF datapath (bpf/): clang, llvm, libbpf-dev (to regenerate the
+#     BPF objects), iputils-arping, tcpdump, bpftool (to test and inspect it)
 #   - kube-apiserver v1.34.2, built from install/dev/tools into
 #     ${HERALD_CACHE:-$HOME/.cache/herald}/kube-apiserver-v1.34.2
 # Idempotent; does nothing slow when everything is already there.
@@ -21,7 +23,7 @@ die() { echo "ensure-tools: ERROR: $*" >&2; exit 1; }
 # ---------------------------------------------------------------------------
 # Debian packages
 # ---------------------------------------------------------------------------
-packages=(etcd-server iproute2 openssl curl jq)
+packages=(etcd-server iproute2 openssl curl jq clang llvm libbpf-dev iputils-arping tcpdump bpftool)
 missing=()
 for p in "${packages[@]}"; do
 	status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"

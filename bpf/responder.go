@@ -1,0 +1,497 @@
+/*
+Copyright The Herald Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package bpf
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// Mode selects the hook the ARP responder runs at.
+type Mode string
+
+const (
+	// ModeXDP attaches the XDP program (XDP_TX). Native (driver) mode is
+	// tried first and generic (SKB) mode is the fallback, except on veth
+	// devices, which always get generic mode: see Attach.
+	ModeXDP Mode = "xdp"
+	// ModeTCX attaches the tc program at tcx ingress (bpf_redirect back out
+	// of the same device). Needs Linux >= 6.6.
+	ModeTCX Mode = "tcx"
+)
+
+// Names of the maps; with a pin directory they are pinned under these names
+// (bpftool map dump pinned DIR/l2_responder_v4).
+const (
+	MapResponderV4 = "l2_responder_v4"
+	MapConfig      = "l2_responder_config"
+)
+
+const (
+	progXDP = "l2_responder_xdp"
+	progTC  = "l2_responder_tc"
+)
+
+// DefaultBPFFSRoot is where bpffs is conventionally mounted.
+const DefaultBPFFSRoot = "/sys/fs/bpf"
+
+// Entry is one entry of the l2_responder_v4 map: answer ARP requests for IP
+// arriving on Ifindex with MAC.
+type Entry struct {
+	IP            netip.Addr
+	Ifindex       int
+	MAC           net.HardwareAddr
+	ResponsesSent uint64
+}
+
+// Responder owns the loaded ARP responder: its program, its two maps and the
+// links attaching the program to interfaces. Its methods are safe for
+// concurrent use; after Close they return an error.
+//
+// Links are never pinned: when the process exits, the kernel detaches the
+// program and nothing keeps answering for leases the agent may no longer
+// hold. The maps are pinned (when Load got a pin directory) so that their
+// entries and counters survive a restart.
+type Responder struct {
+	mode   Mode
+	prog   *ebpf.Program
+	v4     *ebpf.Map
+	config *ebpf.Map
+
+	mu     sync.Mutex
+	links  map[int]*attachment
+	closed bool
+
+	// xdpFlags, when not zero, forces the XDP attach mode (tests and
+	// benchmarks compare native and generic mode with it).
+	xdpFlags link.XDPAttachFlags
+}
+
+type attachment struct {
+	link       link.Link
+	xdpGeneric bool // XDP only: attached in generic (SKB) mode
+}
+
+// Load loads the responder program of the given mode and its maps into the
+// kernel. It attaches nothing (see Attach).
+//
+// If pinDir is not empty, the maps are pinned there as l2_responder_v4 and
+// l2_responder_config, and maps already pinned there are reused when they
+// are compatible with this program (same type, key and value size, max
+// entries, flags), so that entries and counters survive a restart. An
+// incompatible pinned map (left by a version with a different layout) is
+// replaced by a new, empty one. The directory is created if needed; if it
+// is under /sys/fs/bpf and no bpffs is mounted there (the case inside
+// `ip netns exec`), bpffs is mounted at /sys/fs/bpf first, and a pinDir
+// elsewhere that is not on bpffs gets a bpffs mounted on itself.
+func Load(mode Mode, pinDir string) (*Responder, error) {
+	var progName string
+	switch mode {
+	case ModeXDP:
+		progName = progXDP
+	case ModeTCX:
+		progName = progTC
+	default:
+		return nil, fmt.Errorf("bpf: unknown responder mode %q (want %q or %q)", mode, ModeXDP, ModeTCX)
+	}
+
+	spec, err := loadL2responder()
+	if err != nil {
+		return nil, err
+	}
+	// Load only the program of this mode.
+	for name := range spec.Programs {
+		if name != progName {
+			delete(spec.Programs, name)
+		}
+	}
+
+	var opts ebpf.CollectionOptions
+	if pinDir != "" {
+		if err := preparePinDir(pinDir); err != nil {
+			return nil, err
+		}
+		for _, name := range []string{MapResponderV4, MapConfig} {
+			spec.Maps[name].Pinning = ebpf.PinByName
+		}
+		opts.Maps.PinPath = pinDir
+		if err := removeIncompatiblePins(spec, pinDir); err != nil {
+			return nil, err
+		}
+	}
+
+	coll, err := ebpf.NewCollectionWithOptions(spec, opts)
+	if err != nil {
+		var verr *ebpf.VerifierError
+		if errors.As(err, &verr) {
+			return nil, fmt.Errorf("bpf: loading the %s responder: %+v", mode, verr)
+		}
+		return nil, fmt.Errorf("bpf: loading the %s responder: %w", mode, err)
+	}
+	r := &Responder{
+		mode:   mode,
+		prog:   coll.Programs[progName],
+		v4:     coll.Maps[MapResponderV4],
+		config: coll.Maps[MapConfig],
+		links:  make(map[int]*attachment),
+	}
+	return r, nil
+}
+
+func preparePinDir(pinDir string) error {
+	pinDir = filepath.Clean(pinDir)
+	root := pinDir
+	if pinDir == DefaultBPFFSRoot || strings.HasPrefix(pinDir, DefaultBPFFSRoot+"/") {
+		root = DefaultBPFFSRoot
+	} else if err := os.MkdirAll(pinDir, 0o755); err != nil {
+		return fmt.Errorf("bpf: creating pin directory: %w", err)
+	}
+	if err := EnsureBPFFS(root); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(pinDir, 0o755); err != nil {
+		return fmt.Errorf("bpf: creating pin directory: %w", err)
+	}
+	return nil
+}
+
+// removeIncompatiblePins unpins the maps in pinDir that cannot be reused for
+// spec, so that loading creates (and pins) fresh ones instead of failing.
+func removeIncompatiblePins(spec *ebpf.CollectionSpec, pinDir string) error {
+	for _, name := range []string{MapResponderV4, MapConfig} {
+		path := filepath.Join(pinDir, name)
+		m, err := ebpf.LoadPinnedMap(path, nil)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err == nil {
+			err = spec.Maps[name].Compatible(m)
+			m.Close()
+			if err == nil {
+				continue
+			}
+		}
+		// Incompatible, or not a map at all: replace it.
+		if rerr := os.Remove(path); rerr != nil {
+			return fmt.Errorf("bpf: removing unusable pinned map %s (%v): %w", path, err, rerr)
+		}
+	}
+	return nil
+}
+
+// Mode returns the mode the responder was loaded with.
+func (r *Responder) Mode() Mode { return r.mode }
+
+// Attach attaches the responder to the interface with the given index, in
+// the calling thread's network namespace. Attaching an attached interface is
+// a no-op.
+//
+// ModeXDP tries native (driver) mode and falls back to generic mode. On veth
+// devices it uses generic mode directly: a native XDP_TX on a veth is
+// delivered to the peer only if the peer has NAPI enabled (an XDP program or
+// GRO on the peer), which the agent can neither see nor control, and the
+// reply would otherwise be dropped silently.
+func (r *Responder) Attach(ifindex int) error {
+	if ifindex <= 0 {
+		return fmt.Errorf("bpf: invalid ifindex %d", ifindex)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return errClosed
+	}
+	if _, ok := r.links[ifindex]; ok {
+		return nil
+	}
+
+	var (
+		a   attachment
+		err error
+	)
+	switch r.mode {
+	case ModeXDP:
+		a, err = r.attachXDP(ifindex)
+	case ModeTCX:
+		a.link, err = link.AttachTCX(link.TCXOptions{
+			Interface: ifindex,
+			Program:   r.prog,
+			Attach:    ebpf.AttachTCXIngress,
+			// First, so that no other tcx program consumes ARP before us.
+			Anchor: link.Head(),
+		})
+		if err != nil {
+			err = fmt.Errorf("bpf: attaching tcx ingress to ifindex %d: %w", ifindex, err)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	r.links[ifindex] = &a
+	return nil
+}
+
+func (r *Responder) attachXDP(ifindex int) (attachment, error) {
+	attach := func(flags link.XDPAttachFlags) (attachment, error) {
+		l, err := link.AttachXDP(link.XDPOptions{Program: r.prog, Interface: ifindex, Flags: flags})
+		return attachment{link: l, xdpGeneric: flags == link.XDPGenericMode}, err
+	}
+	if r.xdpFlags != 0 {
+		a, err := attach(r.xdpFlags)
+		if err != nil {
+			return a, fmt.Errorf("bpf: attaching xdp (flags %d) to ifindex %d: %w", r.xdpFlags, ifindex, err)
+		}
+		return a, nil
+	}
+	if !isVeth(ifindex) {
+		a, err := attach(link.XDPDriverMode)
+		if err == nil {
+			return a, nil
+		}
+	}
+	a, err := attach(link.XDPGenericMode)
+	if err != nil {
+		return a, fmt.Errorf("bpf: attaching xdp to ifindex %d: %w", ifindex, err)
+	}
+	return a, nil
+}
+
+// isVeth reports whether the interface (in the calling thread's network
+// namespace) is a veth device.
+func isVeth(ifindex int) bool {
+	iface, err := net.InterfaceByIndex(ifindex)
+	if err != nil {
+		return false
+	}
+	// The driver is not exposed by the interface; sysfs shows it, but /sys
+	// belongs to the namespace that mounted it. The ethtool ioctl works in
+	// the calling thread's namespace.
+	drv, err := ethtoolDriver(iface.Name)
+	return err == nil && drv == "veth"
+}
+
+// Detach detaches the responder from the interface. Detaching an interface
+// that is not attached is a no-op.
+func (r *Responder) Detach(ifindex int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a, ok := r.links[ifindex]
+	if !ok {
+		return nil
+	}
+	delete(r.links, ifindex)
+	if err := a.link.Close(); err != nil {
+		return fmt.Errorf("bpf: detaching from ifindex %d: %w", ifindex, err)
+	}
+	return nil
+}
+
+// Attached returns the indexes of the interfaces the responder is attached
+// to, sorted.
+func (r *Responder) Attached() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]int, 0, len(r.links))
+	for ifindex := range r.links {
+		out = append(out, ifindex)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// xdpGeneric reports whether ifindex is attached in XDP generic mode.
+func (r *Responder) xdpGeneric(ifindex int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a, ok := r.links[ifindex]
+	return ok && a.xdpGeneric
+}
+
+var errClosed = errors.New("bpf: responder is closed")
+
+func makeKey(ip netip.Addr, ifindex int) (l2responderL2ResponderKey, error) {
+	ip = ip.Unmap()
+	if !ip.Is4() {
+		return l2responderL2ResponderKey{}, fmt.Errorf("bpf: %v is not an IPv4 address", ip)
+	}
+	if ifindex <= 0 || ifindex > int(^uint32(0)>>1) {
+		return l2responderL2ResponderKey{}, fmt.Errorf("bpf: invalid ifindex %d", ifindex)
+	}
+	b := ip.As4()
+	// Network byte order in memory, whatever the host's byte order.
+	return l2responderL2ResponderKey{Ip4: binary.NativeEndian.Uint32(b[:]), Ifindex: uint32(ifindex)}, nil
+}
+
+// Upsert makes the responder answer ARP requests for ip arriving on ifindex
+// with mac. An existing entry keeps its responses_sent counter (a reply sent
+// while the entry is rewritten may go uncounted).
+func (r *Responder) Upsert(ip netip.Addr, ifindex int, mac net.HardwareAddr) error {
+	key, err := makeKey(ip, ifindex)
+	if err != nil {
+		return err
+	}
+	if len(mac) != 6 {
+		return fmt.Errorf("bpf: %q is not an Ethernet MAC address", mac)
+	}
+	var want [6]uint8
+	copy(want[:], mac)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return errClosed
+	}
+
+	for range 3 {
+		var cur l2responderL2ResponderEntry
+		err := r.v4.Lookup(&key, &cur)
+		switch {
+		case err == nil:
+			if cur.Mac == want {
+				return nil
+			}
+			cur.Mac = want
+			err = r.v4.Update(&key, &cur, ebpf.UpdateExist)
+			if errors.Is(err, ebpf.ErrKeyNotExist) {
+				continue // deleted meanwhile
+			}
+		case errors.Is(err, ebpf.ErrKeyNotExist):
+			err = r.v4.Update(&key, &l2responderL2ResponderEntry{Mac: want}, ebpf.UpdateNoExist)
+			if errors.Is(err, ebpf.ErrKeyExist) {
+				continue // created meanwhile
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("bpf: upserting %v on ifindex %d: %w", ip, ifindex, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("bpf: upserting %v on ifindex %d: concurrent modification", ip, ifindex)
+}
+
+// Delete stops the responder answering for ip on ifindex. Deleting a missing
+// entry is a no-op.
+func (r *Responder) Delete(ip netip.Addr, ifindex int) error {
+	key, err := makeKey(ip, ifindex)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return errClosed
+	}
+	if err := r.v4.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("bpf: deleting %v on ifindex %d: %w", ip, ifindex, err)
+	}
+	return nil
+}
+
+// Entries returns the entries of the l2_responder_v4 map, sorted by IP and
+// ifindex.
+func (r *Responder) Entries() ([]Entry, error) {
+	var (
+		key   l2responderL2ResponderKey
+		value l2responderL2ResponderEntry
+		out   []Entry
+	)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, errClosed
+	}
+	it := r.v4.Iterate()
+	for it.Next(&key, &value) {
+		var b [4]byte
+		binary.NativeEndian.PutUint32(b[:], key.Ip4)
+		out = append(out, Entry{
+			IP:            netip.AddrFrom4(b),
+			Ifindex:       int(key.Ifindex),
+			MAC:           slices.Clone(net.HardwareAddr(value.Mac[:])),
+			ResponsesSent: value.ResponsesSent,
+		})
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("bpf: iterating %s: %w", MapResponderV4, err)
+	}
+	slices.SortFunc(out, func(a, b Entry) int {
+		if c := a.IP.Compare(b.IP); c != 0 {
+			return c
+		}
+		return a.Ifindex - b.Ifindex
+	})
+	return out, nil
+}
+
+// Heartbeat tells the datapath that the agent is alive: the responder
+// answers only while less than maxAge has passed since the last Heartbeat.
+// Until the first Heartbeat it answers nothing. The time is CLOCK_MONOTONIC,
+// the clock of bpf_ktime_get_ns.
+func (r *Responder) Heartbeat(maxAge time.Duration) error {
+	if maxAge < 0 {
+		return fmt.Errorf("bpf: negative heartbeat max age %v", maxAge)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return errClosed
+	}
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return fmt.Errorf("bpf: reading CLOCK_MONOTONIC: %w", err)
+	}
+	cfg := l2responderL2ResponderConfig{HeartbeatNs: uint64(ts.Nano()), MaxAgeNs: uint64(maxAge)}
+	if err := r.config.Put(uint32(0), &cfg); err != nil {
+		return fmt.Errorf("bpf: writing heartbeat: %w", err)
+	}
+	return nil
+}
+
+// Close detaches the responder from every interface and releases the
+// program and maps. Pinned maps stay pinned (and keep their entries).
+func (r *Responder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	var errs []error
+	for ifindex, a := range r.links {
+		if err := a.link.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("bpf: detaching from ifindex %d: %w", ifindex, err))
+		}
+	}
+	clear(r.links)
+	for _, c := range []interface{ Close() error }{r.prog, r.v4, r.config} {
+		if err := c.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
