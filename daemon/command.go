@@ -5,12 +5,17 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/cilium/hive/cell"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/heraldlb/herald/daemon/agentconfig"
 )
 
 // NewAgentCommand returns the herald-agent command line.
 func NewAgentCommand() *cobra.Command {
-	h := New()
+	effective := &agentconfig.Effective{}
+	h := New(cell.Provide(func() *agentconfig.Effective { return effective }))
 	var configDir, logLevel string
 	cmd := &cobra.Command{
 		Use:           "herald-agent",
@@ -23,6 +28,13 @@ func NewAgentCommand() *cobra.Command {
 					return err
 				}
 			}
+			values := map[string]string{}
+			cmd.Flags().VisitAll(func(f *pflag.Flag) {
+				if f.Name != "help" {
+					values[f.Name] = f.Value.String()
+				}
+			})
+			effective.Set(values)
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("log-level: %w", err)

@@ -4,6 +4,7 @@ package daemon
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/cilium/hive"
 	"github.com/cilium/hive/cell"
@@ -13,10 +14,12 @@ import (
 	"github.com/heraldlb/herald/cells/allocator"
 	"github.com/heraldlb/herald/cells/dbgapi"
 	"github.com/heraldlb/herald/cells/devices"
+	"github.com/heraldlb/herald/cells/health"
 	"github.com/heraldlb/herald/cells/k8sclient"
 	"github.com/heraldlb/herald/cells/k8swatch"
 	"github.com/heraldlb/herald/cells/l2announcer"
 	"github.com/heraldlb/herald/cells/l2responder"
+	"github.com/heraldlb/herald/cells/metrics"
 	"github.com/heraldlb/herald/cells/poolstatus"
 	"github.com/heraldlb/herald/cells/servicestatus"
 	"github.com/heraldlb/herald/daemon/agentconfig"
@@ -24,10 +27,12 @@ import (
 
 // Cells of the agent, in the order data flows through them.
 var Cells = []cell.Cell{
-	// Infrastructure: health, jobs, the in-memory database.
-	cell.SimpleHealthCell,
+	// Infrastructure: module health and probes, jobs, the in-memory
+	// database, Prometheus metrics.
+	health.Cell,
 	job.Cell,
 	statedb.Cell,
+	metrics.Cell,
 
 	// Agent-wide settings: node name, namespace, IP families, features.
 	agentconfig.Cell,
@@ -47,14 +52,21 @@ var Cells = []cell.Cell{
 	l2announcer.Cell,
 	// l2-announce → eBPF ARP responder on selected devices, gratuitous ARP.
 	l2responder.Cell,
-	// Tables → herald-dbg over a unix socket.
+	// Tables and configuration → herald-dbg over a unix socket.
 	dbgapi.Cell,
+
+	// Readiness: /healthz answers OK once everything above has started.
+	health.Started,
 }
 
 // New returns the agent's hive.
 func New(extra ...cell.Cell) *hive.Hive {
 	return hive.NewWithOptions(hive.Options{
 		EnvPrefix: "HERALD_",
+		// Without timeouts every stop hook is skipped: Leases would not be
+		// released and queued Events would be lost.
+		StartTimeout: 5 * time.Minute,
+		StopTimeout:  time.Minute,
 		ModuleDecorators: cell.ModuleDecorators{
 			func(h cell.Health, id cell.ModuleID) cell.Health { return h.NewScope(string(id)) },
 		},

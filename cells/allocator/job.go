@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/hive/job"
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/reconciler"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldlb/herald/daemon/agentconfig"
 	"github.com/heraldlb/herald/tables"
@@ -30,11 +31,15 @@ type params struct {
 	Pools       statedb.Table[*tables.LBPool]
 	Allocations statedb.RWTable[*tables.LBAllocation]
 	PoolStatus  statedb.RWTable[*tables.LBPoolStatus]
+	Metrics     prometheus.Registerer `optional:"true"`
 }
 
 func registerAllocator(p params) error {
 	if err := p.Config.validate(); err != nil {
 		return err
+	}
+	if p.Metrics != nil {
+		p.Metrics.MustRegister(newCollector(p.DB, p.PoolStatus, p.Allocations))
 	}
 	p.Jobs.Add(job.OneShot("leader-election", func(ctx context.Context, health cell.Health) error {
 		p.Leadership.Run(ctx, health, func(ctx context.Context) {

@@ -1,5 +1,6 @@
 // Package dbgapi serves the agent's statedb tables on a local unix socket
-// for herald-dbg (`herald-dbg statedb <table>`).
+// for herald-dbg (`herald-dbg statedb <table>`), and the agent's effective
+// configuration (`herald-dbg config`).
 //
 // Reads: every table, through statedb's HTTP handler.
 // Writes: nothing.
@@ -7,6 +8,7 @@ package dbgapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +21,8 @@ import (
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/statedb"
 	"github.com/spf13/pflag"
+
+	"github.com/heraldlb/herald/daemon/agentconfig"
 )
 
 // DefaultSocket is where the agent listens and herald-dbg connects.
@@ -41,14 +45,33 @@ var Cell = cell.Module(
 	cell.Invoke(serve),
 )
 
-func serve(lc cell.Lifecycle, cfg Config, db *statedb.DB, log *slog.Logger) {
+type params struct {
+	cell.In
+
+	Lifecycle cell.Lifecycle
+	Config    Config
+	DB        *statedb.DB
+	Log       *slog.Logger
+	Effective *agentconfig.Effective `optional:"true"`
+}
+
+func serve(p params) {
+	cfg, log := p.Config, p.Log
 	if cfg.DbgSocket == "" {
 		return
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/statedb/", http.StripPrefix("/statedb", db.HTTPHandler()))
+	mux.Handle("/statedb/", http.StripPrefix("/statedb", p.DB.HTTPHandler()))
+	mux.HandleFunc("/config", func(w http.ResponseWriter, _ *http.Request) {
+		values := map[string]string{}
+		if p.Effective != nil {
+			values = p.Effective.Values()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(values)
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	lc.Append(cell.Hook{
+	p.Lifecycle.Append(cell.Hook{
 		OnStart: func(cell.HookContext) error {
 			if err := os.MkdirAll(filepath.Dir(cfg.DbgSocket), 0o750); err != nil {
 				return fmt.Errorf("dbg-socket: %w", err)

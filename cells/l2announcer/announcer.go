@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/hive/job"
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/reconciler"
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
@@ -34,6 +35,7 @@ type announcerParams struct {
 	Nodes    statedb.Table[*tables.Node]
 	Devices  statedb.Table[*tables.Device]
 	Announce statedb.RWTable[*tables.L2AnnounceEntry]
+	Metrics  prometheus.Registerer `optional:"true"`
 }
 
 func registerAnnouncer(p announcerParams) error {
@@ -43,7 +45,19 @@ func registerAnnouncer(p announcerParams) error {
 	if err := p.Leases.Validate(); err != nil {
 		return err
 	}
-	a := &announcer{announcerParams: p, node: p.Agent.Node(), heldChanged: make(chan struct{}, 1)}
+	a := &announcer{announcerParams: p, node: p.Agent.Node(), heldChanged: make(chan struct{}, 1),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_l2_lease_transitions_total",
+			Help: "Announcement Leases this node acquired or released (lost, given up, or its Services gone).",
+		}, []string{"node", "transition"}),
+		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "herald_l2_leases_held",
+			Help: "Announcement Leases this node holds.",
+		}, []string{"node"}),
+	}
+	if p.Metrics != nil {
+		p.Metrics.MustRegister(a.transitions, a.held)
+	}
 	p.Jobs.Add(job.OneShot("announce", a.run))
 	return nil
 }
@@ -52,6 +66,8 @@ type announcer struct {
 	announcerParams
 	node        string
 	heldChanged chan struct{}
+	transitions *prometheus.CounterVec
+	held        *prometheus.GaugeVec
 }
 
 // campaign is this node's participation in one Lease.
@@ -157,11 +173,15 @@ func (a *announcer) campaign(ctx context.Context, lease string) *campaign {
 					OnStartedLeading: func(context.Context) {
 						a.Log.Info("Acquired announcement lease", "lease", lease, "node", a.node)
 						c.held.Store(true)
+						a.transitions.WithLabelValues(a.node, "acquired").Inc()
+						a.held.WithLabelValues(a.node).Inc()
 						notify()
 					},
 					OnStoppedLeading: func() {
 						if c.held.Swap(false) {
 							a.Log.Info("Released announcement lease", "lease", lease, "node", a.node)
+							a.transitions.WithLabelValues(a.node, "released").Inc()
+							a.held.WithLabelValues(a.node).Dec()
 							notify()
 						}
 					},

@@ -19,10 +19,10 @@ func attachLoop(ctx context.Context, p params, h *handle, ops *mapOps, health ce
 				want[d.Index] = true
 			}
 		}
-		attached := h.r.Attached()
+		attached := h.get().Attached()
 		for _, ifindex := range attached {
 			if !want[ifindex] {
-				if err := h.r.Detach(ifindex); err != nil {
+				if err := h.get().Detach(ifindex); err != nil {
 					p.Log.Warn("Detach failed", "ifindex", ifindex, "error", err)
 				}
 			}
@@ -31,7 +31,7 @@ func attachLoop(ctx context.Context, p params, h *handle, ops *mapOps, health ce
 			if slices.Contains(attached, ifindex) {
 				continue
 			}
-			if err := h.r.Attach(ifindex); err != nil {
+			if err := h.get().Attach(ifindex); err != nil {
 				p.Log.Error("Cannot attach the ARP responder", "ifindex", ifindex, "error", err)
 				health.Degraded("attach", err)
 				continue

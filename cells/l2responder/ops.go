@@ -28,7 +28,7 @@ func (o *mapOps) Update(_ context.Context, _ statedb.ReadTxn, _ statedb.Revision
 		return err
 	}
 	mac := e.HardwareAddr()
-	if err := o.h.r.Upsert(e.IP, e.Ifindex, mac); err != nil {
+	if err := o.h.get().Upsert(e.IP, e.Ifindex, mac); err != nil {
 		return err
 	}
 	if !existed {
@@ -43,7 +43,7 @@ func (o *mapOps) Update(_ context.Context, _ statedb.ReadTxn, _ statedb.Revision
 }
 
 func (o *mapOps) inMap(ip netip.Addr, ifindex int) (bool, error) {
-	entries, err := o.h.r.Entries()
+	entries, err := o.h.get().Entries()
 	if err != nil {
 		return false, err
 	}
@@ -57,7 +57,7 @@ func (o *mapOps) inMap(ip netip.Addr, ifindex int) (bool, error) {
 
 func (o *mapOps) Delete(_ context.Context, _ statedb.ReadTxn, _ statedb.Revision, e *tables.L2AnnounceEntry) error {
 	o.log.Info("Withdrawing", "ip", e.IP, "interface", e.NetworkInterface)
-	return o.h.r.Delete(e.IP, e.Ifindex)
+	return o.h.get().Delete(e.IP, e.Ifindex)
 }
 
 // Prune removes map entries the table does not want.
@@ -70,14 +70,14 @@ func (o *mapOps) Prune(_ context.Context, _ statedb.ReadTxn, want iter.Seq2[*tab
 	for e := range want {
 		wanted[key{e.IP, e.Ifindex}] = true
 	}
-	entries, err := o.h.r.Entries()
+	entries, err := o.h.get().Entries()
 	if err != nil {
 		return err
 	}
 	for _, m := range entries {
 		if !wanted[key{m.IP, m.Ifindex}] {
 			o.log.Info("Removing stray responder entry", "ip", m.IP, "ifindex", m.Ifindex)
-			if err := o.h.r.Delete(m.IP, m.Ifindex); err != nil {
+			if err := o.h.get().Delete(m.IP, m.Ifindex); err != nil {
 				return err
 			}
 		}

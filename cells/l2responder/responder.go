@@ -3,13 +3,17 @@ package l2responder
 import (
 	"context"
 	"log/slog"
+	"net"
+	"net/netip"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/hive/job"
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/reconciler"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldlb/herald/bpf"
 	"github.com/heraldlb/herald/daemon/agentconfig"
@@ -29,6 +33,7 @@ type params struct {
 	Reconcile reconciler.Params
 	Devices   statedb.Table[*tables.Device]
 	Announce  statedb.RWTable[*tables.L2AnnounceEntry]
+	Metrics   prometheus.Registerer `optional:"true"`
 }
 
 // heartbeatInterval is how often the agent tells the program it is alive.
@@ -51,7 +56,7 @@ func registerResponder(p params) error {
 			if err != nil {
 				return err
 			}
-			h.r = r
+			h.set(r)
 			// Entries pinned by a previous run are for Leases this agent does
 			// not hold (yet): forget them before anything is attached.
 			stale, err := r.Entries()
@@ -67,15 +72,25 @@ func registerResponder(p params) error {
 		},
 		OnStop: func(cell.HookContext) error {
 			// Detaches every program: a stopped agent answers for nothing.
-			return h.r.Close()
+			return h.get().Close()
 		},
 	})
 
 	p.Jobs.Add(job.Timer("heartbeat", func(context.Context) error {
-		return h.r.Heartbeat(p.Leases.L2AnnouncementsLeaseDuration)
+		return h.get().Heartbeat(p.Leases.L2AnnouncementsLeaseDuration)
 	}, heartbeatInterval))
 
-	ops := &mapOps{h: h, log: p.Log, garp: sendGratuitousARP}
+	m := newMetrics(h, p.Agent.Node())
+	if p.Metrics != nil {
+		p.Metrics.MustRegister(m)
+	}
+	ops := &mapOps{h: h, log: p.Log, garp: func(ifindex int, ip netip.Addr, mac net.HardwareAddr) error {
+		err := sendGratuitousARP(ifindex, ip, mac)
+		if err == nil {
+			m.garps.Inc()
+		}
+		return err
+	}}
 	p.Jobs.Add(job.OneShot("attach", func(ctx context.Context, health cell.Health) error {
 		return attachLoop(ctx, p, h, ops, health)
 	}))
@@ -93,5 +108,8 @@ func registerResponder(p params) error {
 	return err
 }
 
-// handle gives the jobs the responder loaded at start.
-type handle struct{ r *bpf.Responder }
+// handle gives the jobs and the metrics the responder loaded at start.
+type handle struct{ r atomic.Pointer[bpf.Responder] }
+
+func (h *handle) get() *bpf.Responder  { return h.r.Load() }
+func (h *handle) set(r *bpf.Responder) { h.r.Store(r) }

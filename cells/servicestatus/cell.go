@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/reconciler"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
@@ -26,9 +27,28 @@ var Cell = cell.Module(
 	cell.Invoke(registerReconciler),
 )
 
-func registerReconciler(p reconciler.Params, allocs statedb.RWTable[*tables.LBAllocation], services statedb.Table[*tables.Service], kube kubernetes.Interface, rec record.EventRecorder) error {
-	ops := &statusWriter{kube: kube, services: services, events: rec, log: p.Log, now: time.Now}
-	_, err := reconciler.Register(p, allocs,
+type params struct {
+	cell.In
+
+	Reconcile reconciler.Params
+	Allocs    statedb.RWTable[*tables.LBAllocation]
+	Services  statedb.Table[*tables.Service]
+	Kube      kubernetes.Interface
+	Events    record.EventRecorder
+	Metrics   prometheus.Registerer `optional:"true"`
+}
+
+func registerReconciler(p params) error {
+	ops := &statusWriter{kube: p.Kube, services: p.Services, events: p.Events, log: p.Reconcile.Log, now: time.Now,
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "herald_lbipam_assignment_latency_seconds",
+			Help:    "From a Service's creation to its first IP written into its status.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+		})}
+	if p.Metrics != nil {
+		p.Metrics.MustRegister(ops.latency)
+	}
+	_, err := reconciler.Register(p.Reconcile, p.Allocs,
 		(*tables.LBAllocation).Clone,
 		(*tables.LBAllocation).SetStatus,
 		(*tables.LBAllocation).GetStatus,

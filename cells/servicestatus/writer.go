@@ -13,6 +13,7 @@ import (
 
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/reconciler"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,6 +42,7 @@ type statusWriter struct {
 	events   record.EventRecorder
 	log      *slog.Logger
 	now      func() time.Time
+	latency  prometheus.Histogram
 }
 
 func (w *statusWriter) Update(ctx context.Context, txn statedb.ReadTxn, _ statedb.Revision, a *tables.LBAllocation) error {
@@ -105,6 +107,9 @@ func (w *statusWriter) recordEvents(a *tables.LBAllocation, svc *tables.Service)
 	}
 	if len(added) > 0 {
 		w.events.Eventf(ref, corev1.EventTypeNormal, EventAssigned, "Assigned IP %s", strings.Join(added, ", "))
+		if len(svc.IngressIPs) == 0 && !svc.CreationTimestamp.IsZero() {
+			w.latency.Observe(w.now().Sub(svc.CreationTimestamp).Seconds())
+		}
 	}
 	if a.Managed && !a.Satisfied {
 		old, ok := svc.Condition(tables.ConditionRequestSatisfied)

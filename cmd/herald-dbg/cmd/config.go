@@ -1,0 +1,49 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldlb/herald/daemon/agentconfig"
+)
+
+func configCmd() *cobra.Command {
+	var flagNames bool
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Print the agent's effective configuration (flags, ConfigMap and defaults combined)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			client := &http.Client{Transport: agentTransport()}
+			req, err := http.NewRequestWithContext(cmd.Context(), http.MethodGet, "http://herald-agent/config", nil)
+			if err != nil {
+				return err
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				return fmt.Errorf("reading the configuration from the agent at %s: %w", socket, err)
+			}
+			defer resp.Body.Close()
+			var values map[string]string
+			if err := json.NewDecoder(resp.Body).Decode(&values); err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 1, ' ', 0)
+			for _, name := range agentconfig.SortedNames(values) {
+				key := agentconfig.DisplayName(name)
+				if flagNames {
+					key = name
+				}
+				fmt.Fprintf(tw, "%s\t: %s\n", key, strings.TrimSpace(values[name]))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&flagNames, "flag-names", false, "Print flag / ConfigMap key names instead of CamelCase names")
+	return cmd
+}
