@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -19,18 +20,8 @@ func configCmd() *cobra.Command {
 		Use:   "config",
 		Short: "Print the agent's effective configuration (flags, ConfigMap and defaults combined)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			client := &http.Client{Transport: agentTransport()}
-			req, err := http.NewRequestWithContext(cmd.Context(), http.MethodGet, "http://herald-agent/config", nil)
+			values, err := fetchConfig(cmd.Context())
 			if err != nil {
-				return err
-			}
-			resp, err := client.Do(req)
-			if err != nil {
-				return fmt.Errorf("reading the configuration from the agent at %s: %w", socket, err)
-			}
-			defer resp.Body.Close()
-			var values map[string]string
-			if err := json.NewDecoder(resp.Body).Decode(&values); err != nil {
 				return err
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 1, ' ', 0)
@@ -46,4 +37,23 @@ func configCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&flagNames, "flag-names", false, "Print flag / ConfigMap key names instead of CamelCase names")
 	return cmd
+}
+
+// fetchConfig reads the agent's effective configuration, by flag name.
+func fetchConfig(ctx context.Context) (map[string]string, error) {
+	client := &http.Client{Transport: agentTransport()}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://herald-agent/config", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading the configuration from the agent at %s: %w", socket, err)
+	}
+	defer resp.Body.Close()
+	var values map[string]string
+	if err := json.NewDecoder(resp.Body).Decode(&values); err != nil {
+		return nil, err
+	}
+	return values, nil
 }

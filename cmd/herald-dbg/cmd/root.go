@@ -23,7 +23,7 @@ func Root() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&socket, "socket", dbgapi.DefaultSocket, "The agent's debug socket (--dbg-socket of herald-agent)")
-	root.AddCommand(statedbCmd(), configCmd())
+	root.AddCommand(statedbCmd(), configCmd(), explainCmd(), poolsCmd())
 	return root
 }
 

@@ -36,17 +36,26 @@ type row interface {
 	TableRow() []string
 }
 
+// fetchTable reads a whole table from the agent.
+func fetchTable[Obj any](ctx context.Context, name string) ([]Obj, error) {
+	remote := statedb.NewRemoteTable[Obj](agentURL, name)
+	remote.SetTransport(agentTransport())
+	objs, errs := remote.LowerBound(ctx, statedb.ByRevision[Obj](0))
+	var all []Obj
+	for obj := range objs {
+		all = append(all, obj)
+	}
+	if err := <-errs; err != nil {
+		return nil, fmt.Errorf("reading table %s from the agent at %s: %w", name, socket, err)
+	}
+	return all, nil
+}
+
 func printTable[Obj row](name string) tablePrinter {
 	return func(ctx context.Context, out io.Writer, asJSON bool) error {
-		remote := statedb.NewRemoteTable[Obj](agentURL, name)
-		remote.SetTransport(agentTransport())
-		objs, errs := remote.LowerBound(ctx, statedb.ByRevision[Obj](0))
-		var all []Obj
-		for obj := range objs {
-			all = append(all, obj)
-		}
-		if err := <-errs; err != nil {
-			return fmt.Errorf("reading table %s from the agent at %s: %w", name, socket, err)
+		all, err := fetchTable[Obj](ctx, name)
+		if err != nil {
+			return err
 		}
 		if asJSON {
 			enc := json.NewEncoder(out)

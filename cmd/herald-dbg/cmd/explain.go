@@ -1,0 +1,70 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldlb/herald/cells/allocator"
+	"github.com/heraldlb/herald/tables"
+)
+
+func explainCmd() *cobra.Command {
+	explain := &cobra.Command{Use: "explain", Short: "Explain the agent's decisions"}
+	explain.AddCommand(&cobra.Command{
+		Use:   "service NAMESPACE/NAME",
+		Short: "Why a Service has, or lacks, each of its IPs, and where it is announced",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key := args[0]
+			if !strings.Contains(key, "/") {
+				return fmt.Errorf("name the Service as NAMESPACE/NAME, e.g. default/%s", key)
+			}
+			snap, err := fetchSnapshot(cmd.Context())
+			if err != nil {
+				return err
+			}
+			// The decisions are recomputed from the agent's tables exactly as a
+			// new LB IPAM leader would take them.
+			e := allocator.Simulate(snap.families(), snap.responsibility(), snap.pools, snap.services)
+			fmt.Printf("Service %s\n", key)
+			for _, line := range e.Explain(key) {
+				fmt.Println("  " + line)
+			}
+			return explainAnnouncement(cmd, key, snap.config)
+		},
+	})
+	return explain
+}
+
+// explainAnnouncement reports what this node announces for the Service.
+func explainAnnouncement(cmd *cobra.Command, key string, cfg map[string]string) error {
+	if cfg["enable-l2-announcements"] != "true" {
+		fmt.Println("  Announcement: L2 announcements are off on this agent.")
+		return nil
+	}
+	entries, err := fetchTable[*tables.L2AnnounceEntry](cmd.Context(), tables.L2AnnounceTableName)
+	if err != nil {
+		return err
+	}
+	found := false
+	for _, e := range entries {
+		for _, o := range e.Origins {
+			if o == key {
+				fmt.Printf("  Announcement: this node (%s) answers ARP for %s on %s (%s).\n", cfg["node-name"], e.IP, e.NetworkInterface, e.MAC)
+				found = true
+			}
+		}
+	}
+	if !found {
+		ns := cfg["k8s-namespace"]
+		fmt.Printf("  Announcement: not by this node (%s). The holder of the Lease names the node that does:\n", cfg["node-name"])
+		fmt.Printf("    kubectl -n %s get lease %s\n", ns, leaseOf(key))
+	}
+	return nil
+}
+
+func leaseOf(key string) string {
+	return "cilium-l2announce-" + strings.Replace(key, "/", "-", 1)
+}
