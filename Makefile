@@ -14,7 +14,7 @@ HERALD_ETCD_PORT      ?= 12379
 export CLUSTER_DIR HERALD_APISERVER_PORT HERALD_ETCD_PORT
 
 .PHONY: all build test test-unit test-integration generate verify-generate lint fuzz demo \
-        cluster-up cluster-down bench-alloc tools clean
+        cluster-up cluster-down bench-alloc bench-l2 manifests tools clean
 
 all: build
 
@@ -26,9 +26,14 @@ build:
 tools:
 	install/dev/ensure-tools.sh
 
-## generate: deepcopy, clientset and CRD YAML from the Go types in api/.
+## generate: deepcopy, clientset, CRD YAML, eBPF objects, then the install manifests.
 generate:
 	hack/generate.sh
+	hack/manifests.sh
+
+## manifests: CRD copies (chart, install/kubernetes) and install/kubernetes/herald.yaml from install/crds + the chart.
+manifests:
+	hack/manifests.sh
 
 ## verify-generate: fails when the generated files differ from what `make generate` writes.
 verify-generate:
