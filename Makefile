@@ -52,10 +52,11 @@ FUZZTIME ?= 10s
 fuzz:
 	hack/fuzz.sh $(FUZZTIME)
 
+## test-integration: real kube-apiserver, real network namespaces and packets (needs root).
 test-integration: tools build
-	$(GO) test -race -count=1 -timeout 30m ./test/...
+	$(GO) test -race -count=1 -timeout 40m ./bpf/... ./test/...
 
-test: lint verify-generate test-unit fuzz test-integration
+test: tools lint verify-generate test-unit fuzz test-integration
 
 cluster-up: tools
 	install/dev/cluster-up.sh $(CLUSTER_DIR)
@@ -68,6 +69,10 @@ demo: tools build
 
 bench-alloc: tools build
 	hack/bench-alloc.sh
+
+## bench-l2: failover times, ARP reply latency and Lease API load on namespaces (needs root).
+bench-l2: tools build
+	hack/bench-l2.sh
 
 clean:
 	rm -rf $(OUTPUT)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/cilium/hive/cell"
@@ -12,10 +11,7 @@ import (
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/reconciler"
 	"github.com/prometheus/client_golang/prometheus"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/heraldlb/herald/daemon/agentconfig"
 	"github.com/heraldlb/herald/tables"
@@ -35,6 +31,7 @@ type announcerParams struct {
 	Nodes    statedb.Table[*tables.Node]
 	Devices  statedb.Table[*tables.Device]
 	Announce statedb.RWTable[*tables.L2AnnounceEntry]
+	Health   statedb.RWTable[*tables.L2LeaseHealth]
 	Metrics  prometheus.Registerer `optional:"true"`
 }
 
@@ -70,19 +67,17 @@ type announcer struct {
 	held        *prometheus.GaugeVec
 }
 
-// campaign is this node's participation in one Lease.
-type campaign struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	held   atomic.Bool
-}
-
 func (a *announcer) run(ctx context.Context, health cell.Health) error {
 	if err := a.waitInitialized(ctx); err != nil {
 		return nil
 	}
 	campaigns := map[string]*campaign{}
-	defer a.stopAll(campaigns)
+	var stopping []*campaign
+	defer func() { a.stopAll(campaigns, stopping) }()
+	// Renewals are checked once per retry period: a Lease that stopped
+	// being renewed is withdrawn even before client-go gives it up.
+	freshness := time.NewTicker(a.Leases.L2AnnouncementsRetryPeriod)
+	defer freshness.Stop()
 	health.OK("announcing")
 	for {
 		txn := a.DB.ReadTxn()
@@ -96,10 +91,11 @@ func (a *announcer) run(ctx context.Context, health cell.Health) error {
 		}
 		sel := selectAnnouncements(statedb.Collect(svcs), statedb.Collect(pols), nodeLabels, statedb.Collect(devs))
 
+		var leaving []*campaign
 		for lease, c := range campaigns {
 			if sel[lease] == nil {
-				c.cancel() // releases the Lease if held
-				<-c.done
+				c.withdraw()
+				leaving = append(leaving, c)
 				delete(campaigns, lease)
 			}
 		}
@@ -109,10 +105,17 @@ func (a *announcer) run(ctx context.Context, health cell.Health) error {
 			}
 		}
 		a.sync(sel, campaigns)
+		// Only now that their entries are gone: release the Leases (in the
+		// background; stopAll waits for them at shutdown).
+		for _, c := range leaving {
+			c.cancel()
+		}
+		stopping = append(slices.DeleteFunc(stopping, isDone), leaving...)
 
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-freshness.C:
 		case <-svcWatch:
 		case <-polWatch:
 		case <-devWatch:
@@ -144,66 +147,23 @@ func (a *announcer) waitInitialized(ctx context.Context) error {
 	}
 }
 
-// campaign starts competing for a Lease; it keeps competing (after losing
-// it, too) until cancelled, and releases the Lease when cancelled.
-func (a *announcer) campaign(ctx context.Context, lease string) *campaign {
-	cctx, cancel := context.WithCancel(ctx)
-	c := &campaign{cancel: cancel, done: make(chan struct{})}
-	notify := func() {
-		select {
-		case a.heldChanged <- struct{}{}:
-		default:
-		}
+func isDone(c *campaign) bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
 	}
-	go func() {
-		defer close(c.done)
-		for cctx.Err() == nil {
-			le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-				Lock: &resourcelock.LeaseLock{
-					LeaseMeta:  metav1.ObjectMeta{Name: lease, Namespace: a.Agent.K8sNamespace},
-					Client:     a.Kube.CoordinationV1(),
-					LockConfig: resourcelock.ResourceLockConfig{Identity: a.node},
-				},
-				LeaseDuration:   a.Leases.L2AnnouncementsLeaseDuration,
-				RenewDeadline:   a.Leases.L2AnnouncementsRenewDeadline,
-				RetryPeriod:     a.Leases.L2AnnouncementsRetryPeriod,
-				ReleaseOnCancel: true,
-				Name:            lease,
-				Callbacks: leaderelection.LeaderCallbacks{
-					OnStartedLeading: func(context.Context) {
-						a.Log.Info("Acquired announcement lease", "lease", lease, "node", a.node)
-						c.held.Store(true)
-						a.transitions.WithLabelValues(a.node, "acquired").Inc()
-						a.held.WithLabelValues(a.node).Inc()
-						notify()
-					},
-					OnStoppedLeading: func() {
-						if c.held.Swap(false) {
-							a.Log.Info("Released announcement lease", "lease", lease, "node", a.node)
-							a.transitions.WithLabelValues(a.node, "released").Inc()
-							a.held.WithLabelValues(a.node).Dec()
-							notify()
-						}
-					},
-				},
-			})
-			if err != nil {
-				// The timings were validated at start; nothing else fails here.
-				a.Log.Error("Cannot campaign", "lease", lease, "error", err)
-				return
-			}
-			le.Run(cctx)
-		}
-	}()
-	return c
 }
 
-func (a *announcer) stopAll(campaigns map[string]*campaign) {
+func (a *announcer) stopAll(campaigns map[string]*campaign, stopping []*campaign) {
 	for _, c := range campaigns {
+		c.withdraw()
 		c.cancel()
+		stopping = append(stopping, c)
 	}
 	deadline := time.After(a.Leases.L2AnnouncementsRenewDeadline + time.Second)
-	for _, c := range campaigns {
+	for _, c := range stopping {
 		select {
 		case <-c.done:
 		case <-deadline:
@@ -212,18 +172,37 @@ func (a *announcer) stopAll(campaigns map[string]*campaign) {
 	}
 }
 
-// sync makes l2-announce hold exactly the entries of the held groups.
+// sync makes l2-announce hold exactly the entries of the groups whose Lease
+// this node holds and renewed recently, and records in l2-lease-health
+// until when the ARP responder may trust that.
 func (a *announcer) sync(sel selection, campaigns map[string]*campaign) {
+	now := time.Now()
+	// A Lease renewed longer ago than this may already belong to another
+	// node: it expires a lease duration after the last renewal, and others
+	// notice within a retry period.
+	maxAge := a.Leases.L2AnnouncementsLeaseDuration - a.Leases.L2AnnouncementsRetryPeriod
 	want := map[tables.L2AnnounceKey]*tables.L2AnnounceEntry{}
+	health := &tables.L2LeaseHealth{Node: a.node}
 	for lease, g := range sel {
-		if c := campaigns[lease]; c != nil && c.held.Load() {
-			for k, e := range g.entries {
-				want[k] = e
-			}
+		c := campaigns[lease]
+		if c == nil {
+			continue
+		}
+		held, lastRenew := c.heldAndFresh(now, maxAge)
+		if !held {
+			continue
+		}
+		for k, e := range g.entries {
+			want[k] = e
+		}
+		health.HeldLeases++
+		if until := lastRenew.Add(maxAge); health.FreshUntil.IsZero() || until.Before(health.FreshUntil) {
+			health.FreshUntil = until
 		}
 	}
-	wtxn := a.DB.WriteTxn(a.Announce)
+	wtxn := a.DB.WriteTxn(a.Announce, a.Health)
 	defer wtxn.Commit()
+	_, _, _ = a.Health.Insert(wtxn, health)
 	for _, e := range statedb.Collect(a.Announce.All(wtxn)) {
 		k := tables.L2AnnounceKey{IP: e.IP, NetworkInterface: e.NetworkInterface}
 		if w, ok := want[k]; ok && sameEntry(e, w) {

@@ -5,7 +5,8 @@
 // l2-announce table, which the l2-responder cell programs into eBPF.
 //
 // Reads: tables services, l2-policies, nodes, devices.
-// Writes: table l2-announce, Leases, policy status conditions.
+// Writes: tables l2-announce and l2-lease-health, Leases, policy status
+// conditions.
 package l2announcer
 
 import (
@@ -21,5 +22,7 @@ var Cell = cell.Module(
 
 	// The responder reconciles entries and writes their status back.
 	cell.Provide(tables.NewL2AnnounceTable, statedb.RWTable[*tables.L2AnnounceEntry].ToTable),
+	cell.ProvidePrivate(tables.NewL2LeaseHealthTable),
+	cell.Provide(statedb.RWTable[*tables.L2LeaseHealth].ToTable),
 	cell.Invoke(registerAnnouncer, registerPolicyStatus, registerLeaseGC),
 )

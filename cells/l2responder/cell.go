@@ -1,10 +1,11 @@
 // Package l2responder answers ARP for the entries of the l2-announce table
 // from an eBPF program attached to every selected device, sends gratuitous
 // ARP when this node takes an IP over (or a device comes up), and keeps a
-// heartbeat the program checks: an agent that stops refreshing it for a
-// lease duration stops attracting traffic.
+// heartbeat deadline the program checks: it answers only until this node's
+// stalest Lease could have passed to another node, so a frozen or cut-off
+// agent stops attracting traffic before anyone else takes its IPs.
 //
-// Reads: tables l2-announce and devices.
+// Reads: tables l2-announce, l2-lease-health and devices.
 // Writes: the BPF maps l2_responder_v4 and l2_responder_config (pinned
 // under <bpf-root>/herald), program attachments, gratuitous ARP packets.
 package l2responder

@@ -33,11 +33,9 @@ type params struct {
 	Reconcile reconciler.Params
 	Devices   statedb.Table[*tables.Device]
 	Announce  statedb.RWTable[*tables.L2AnnounceEntry]
+	Health    statedb.Table[*tables.L2LeaseHealth]
 	Metrics   prometheus.Registerer `optional:"true"`
 }
-
-// heartbeatInterval is how often the agent tells the program it is alive.
-const heartbeatInterval = time.Second
 
 func registerResponder(p params) error {
 	if !p.Agent.EnableL2Announcements {
@@ -76,9 +74,23 @@ func registerResponder(p params) error {
 		},
 	})
 
+	// The heartbeat is a deadline: the program answers until the moment
+	// this node's stalest Lease could have passed to another node (its last
+	// renewal plus the lease duration, minus a retry period of margin). It is
+	// pushed forward as renewals succeed; after a freeze, or when renewals
+	// fail, it runs out and the program falls silent, even before the agent
+	// itself notices it lost its Leases.
+	interval := max(p.Leases.L2AnnouncementsRetryPeriod, 50*time.Millisecond)
 	p.Jobs.Add(job.Timer("heartbeat", func(context.Context) error {
-		return h.get().Heartbeat(p.Leases.L2AnnouncementsLeaseDuration)
-	}, heartbeatInterval))
+		lh, _, ok := p.Health.Get(p.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query(p.Agent.Node()))
+		if !ok || lh.HeldLeases == 0 {
+			return h.get().Heartbeat(p.Leases.L2AnnouncementsLeaseDuration) // nothing to answer for
+		}
+		if left := time.Until(lh.FreshUntil); left > 0 {
+			return h.get().Heartbeat(left)
+		}
+		return nil
+	}, interval))
 
 	m := newMetrics(h, p.Agent.Node())
 	if p.Metrics != nil {

@@ -29,6 +29,7 @@ var printers = map[string]tablePrinter{
 	tables.L2PoliciesTableName:    printTable[*tables.L2Policy](tables.L2PoliciesTableName),
 	tables.L2AnnounceTableName:    printTable[*tables.L2AnnounceEntry](tables.L2AnnounceTableName),
 	tables.NodesTableName:         printTable[*tables.Node](tables.NodesTableName),
+	tables.L2LeaseHealthTableName: printTable[*tables.L2LeaseHealth](tables.L2LeaseHealthTableName),
 }
 
 type row interface {

@@ -1,0 +1,389 @@
+package l2
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
+)
+
+// The VIP is answered by the Lease holder, with its MAC, and by no one
+// else; it announced the VIP with a gratuitous ARP when it took it; only it
+// has the VIP in its l2-announce table and its l2_responder_v4 map, whose
+// counter counts the replies.
+func TestOwnerAnswersAlone(t *testing.T) {
+	s := newScenario(t)
+	s.createPolicy("all", nil)
+	s.createService("web")
+	vip := s.waitVIP("web")
+
+	owner := s.waitOwner("web", vip)
+	expectAnsweredOnlyBy(t, vip, owner)
+	waitGratuitous(t, vip, owner, s.start)
+
+	before := waitMapEntry(t, owner, vip)
+	assertNotAnnounced(t, vip, others(owner)...)
+
+	// A stock ARP client agrees.
+	if macs := arping(t, vip, 3); len(macs) > 0 && !slices.Equal(macs, []string{owner.mac.String()}) {
+		t.Errorf("arping %s: replies from %v, want from %s only", vip, macs, owner)
+	}
+
+	// responses_sent counts what the datapath answered.
+	const asks = 3
+	for i := 0; i < asks; i++ {
+		if res := probe(t, vip); len(res.replies) != 1 {
+			t.Fatalf("want exactly one reply from %s; %s", owner, res)
+		}
+	}
+	waitFor(t, func() (bool, string) {
+		after := waitMapEntry(t, owner, vip)
+		return after.ResponsesSent >= before.ResponsesSent+asks,
+			fmt.Sprintf("%s: responses_sent %d after %d more answered requests, was %d", owner.name, after.ResponsesSent, asks, before.ResponsesSent)
+	})
+	assertNeverSpokeFor(t, vip, s.start, -1, others(owner)...)
+}
+
+// Killing the owner's agent with SIGKILL (no cleanup, its Lease still held
+// until it expires) moves the answer to another node, which announces
+// itself with a gratuitous ARP. The restarted agent does not answer while
+// the other node holds the Lease.
+func TestFailoverOnKill(t *testing.T) {
+	s := newScenario(t)
+	s.createPolicy("all", nil)
+	s.createService("web")
+	vip := s.waitVIP("web")
+
+	old := s.waitOwner("web", vip)
+	expectAnsweredOnlyBy(t, vip, old)
+
+	killed := client.mark()
+	t.Logf("kill -9 the agent of %s (pid %d)", old.name, old.pid())
+	if err := old.kill9(); err != nil {
+		t.Fatal(err)
+	}
+
+	owner := s.waitOwner("web", vip, old)
+	expectAnsweredOnlyBy(t, vip, owner)
+	waitGratuitous(t, vip, owner, killed)
+	// Its program went with the process: it did not answer once dead.
+	assertNeverSpokeFor(t, vip, killed, -1, old)
+
+	// Back up, the old owner does not take the VIP back: its stale map
+	// entry is gone and it stays silent.
+	restarted := client.mark()
+	if err := old.start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.waitReady(); err != nil {
+		t.Fatal(err)
+	}
+	waitWithdrawn(t, old, vip)
+	expectAnsweredOnlyBy(t, vip, owner)
+	if l, err := s.lease("web"); err != nil || holderOf(l) != owner.name {
+		t.Errorf("Lease holder after %s came back: %q (%v), want %s", old.name, holderOf(l), err, owner.name)
+	}
+	assertNeverSpokeFor(t, vip, restarted, -1, old)
+}
+
+// A policy whose nodeSelector excludes nodes never lets them answer: not
+// while the selected node announces, not when it dies (nobody takes over),
+// not after it comes back. Moving the label at runtime moves the answer.
+func TestNodeSelectorExcludes(t *testing.T) {
+	s := newScenario(t)
+	node1, node2, node3 := nodes[0], nodes[1], nodes[2]
+	key := "hl2.test/announce-" + s.label
+	s.setNodeLabel(node1, key, "yes")
+	s.createPolicy("selected", func(p *v2alpha1.CiliumL2AnnouncementPolicySpec) {
+		p.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{key: "yes"}}
+	})
+	s.createService("web")
+	vip := s.waitVIP("web")
+
+	if owner := s.waitOwner("web", vip); owner != node1 {
+		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.name, node1.name)
+	}
+	expectAnsweredOnlyBy(t, vip, node1)
+	assertNotAnnounced(t, vip, node2, node3)
+
+	// node1 dies; the excluded nodes must not step in, even once its Lease
+	// expired.
+	t.Logf("kill -9 the agent of %s", node1.name)
+	if err := node1.kill9(); err != nil {
+		t.Fatal(err)
+	}
+	expectSilent(t, vip)
+	waitFor(t, func() (bool, string) {
+		l, err := s.lease("web")
+		if err != nil || l == nil || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+			return false, fmt.Sprintf("Lease: %v %v", l, err)
+		}
+		expiry := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
+		return time.Now().After(expiry), fmt.Sprintf("Lease renewed at %s for %ds", l.Spec.RenewTime, *l.Spec.LeaseDurationSeconds)
+	})
+	assertSilentFor(t, vip, silence)
+	if l, err := s.lease("web"); err != nil || holderOf(l) != node1.name {
+		t.Errorf("Lease holder with %s dead: %q (%v), want still %s (nobody else may take it)", node1.name, holderOf(l), err, node1.name)
+	}
+	assertNotAnnounced(t, vip, node2, node3)
+
+	// node1 is back: it announces again.
+	if err := node1.start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := node1.waitReady(); err != nil {
+		t.Fatal(err)
+	}
+	if owner := s.waitOwner("web", vip); owner != node1 {
+		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.name, node1.name)
+	}
+	expectAnsweredOnlyBy(t, vip, node1)
+
+	// Excluding node1 at runtime withdraws it (nobody else is selected);
+	// selecting node2 moves the VIP there.
+	s.setNodeLabel(node1, key, "")
+	expectSilent(t, vip)
+	waitWithdrawn(t, node1, vip)
+	withdrawn := client.mark()
+	assertSilentFor(t, vip, silence)
+	labelled := client.mark()
+	s.setNodeLabel(node2, key, "yes")
+	if owner := s.waitOwner("web", vip, node1); owner != node2 {
+		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.name, node2.name)
+	}
+	expectAnsweredOnlyBy(t, vip, node2)
+	waitGratuitous(t, vip, node2, labelled)
+	assertNotAnnounced(t, vip, node1, node3)
+
+	assertNeverSpokeFor(t, vip, s.start, -1, node3)
+	assertNeverSpokeFor(t, vip, s.start, labelled, node2)
+	assertNeverSpokeFor(t, vip, withdrawn, -1, node1)
+}
+
+// The interfaces of a policy decide where it announces: a regex that
+// matches no device of the nodes means no answer at all; matching eth0
+// announces; excluding eth0 again stops the answers and withdraws the map
+// entry.
+func TestInterfaceRegex(t *testing.T) {
+	s := newScenario(t)
+	policy := s.createPolicy("ifaces", func(p *v2alpha1.CiliumL2AnnouncementPolicySpec) {
+		p.Interfaces = []string{"^ens[0-9]+$"}
+	})
+	s.createService("web")
+	vip := s.waitVIP("web")
+
+	assertSilentFor(t, vip, silence)
+	assertNotAnnounced(t, vip, nodes...)
+	if l, err := s.lease("web"); err != nil || holderOf(l) != "" {
+		t.Errorf("Lease %s: holder %q (%v); no node may campaign for a Service it cannot announce", leaseName(s.ns, "web"), holderOf(l), err)
+	}
+
+	s.updatePolicy(policy, func(p *v2alpha1.CiliumL2AnnouncementPolicySpec) { p.Interfaces = []string{"^ens[0-9]+$", "^eth0$"} })
+	owner := s.waitOwner("web", vip)
+	expectAnsweredOnlyBy(t, vip, owner)
+	waitMapEntry(t, owner, vip)
+
+	excluded := client.mark()
+	s.updatePolicy(policy, func(p *v2alpha1.CiliumL2AnnouncementPolicySpec) { p.Interfaces = []string{"^eth1$"} })
+	expectSilent(t, vip)
+	waitWithdrawn(t, owner, vip)
+	assertSilentFor(t, vip, silence)
+	assertNotAnnounced(t, vip, nodes...)
+	waitFor(t, func() (bool, string) {
+		l, err := s.lease("web")
+		if err != nil {
+			return false, err.Error()
+		}
+		return holderOf(l) == "", fmt.Sprintf("Lease %s still held by %q after the policy excluded %s", leaseName(s.ns, "web"), holderOf(l), devName)
+	})
+	assertNeverSpokeFor(t, vip, excluded, -1, others(owner)...)
+}
+
+// Deleting the Service withdraws the l2-announce row and the map entry,
+// and the VIP is no longer answered.
+func TestDeleteServiceWithdraws(t *testing.T) {
+	s := newScenario(t)
+	s.createPolicy("all", nil)
+	s.createService("web")
+	vip := s.waitVIP("web")
+
+	owner := s.waitOwner("web", vip)
+	expectAnsweredOnlyBy(t, vip, owner)
+	waitMapEntry(t, owner, vip)
+
+	s.deleteService("web")
+	waitWithdrawn(t, owner, vip)
+	expectSilent(t, vip)
+	assertSilentFor(t, vip, silence)
+	assertNotAnnounced(t, vip, nodes...)
+	waitFor(t, func() (bool, string) {
+		l, err := s.lease("web")
+		if err != nil {
+			return false, err.Error()
+		}
+		return holderOf(l) == "", fmt.Sprintf("Lease %s still held by %q after the Service was deleted", leaseName(s.ns, "web"), holderOf(l))
+	})
+}
+
+// node3's agent runs with the default --bpf-root /sys/fs/bpf. `ip netns
+// exec` gave it a fresh /sys without bpffs: it mounted one itself (in its
+// own mount namespace), pinned its maps there, and answers.
+func TestSelfMountedBPFFS(t *testing.T) {
+	node3 := nodes[2]
+	if node3.bpfRoot != "" {
+		t.Fatalf("%s should run with the default --bpf-root", node3.name)
+	}
+	s := newScenario(t)
+
+	pid := node3.pid()
+	mounts, err := bpffsMounts(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(mounts, "/sys/fs/bpf") {
+		t.Fatalf("agent %s (pid %d): no bpffs on /sys/fs/bpf in its mount namespace; bpffs mounts: %v", node3.name, pid, mounts)
+	}
+
+	s.createPolicy("node3", func(p *v2alpha1.CiliumL2AnnouncementPolicySpec) {
+		p.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"hl2.test/node": node3.name}}
+	})
+	s.createService("web")
+	vip := s.waitVIP("web")
+	if owner := s.waitOwner("web", vip); owner != node3 {
+		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.name, node3.name)
+	}
+	expectAnsweredOnlyBy(t, vip, node3)
+	waitMapEntry(t, node3, vip) // through /proc/<pid>/root/sys/fs/bpf
+}
+
+// bpffsMounts lists the mount points of bpf filesystems in the mount
+// namespace of process pid.
+func bpffsMounts(pid int) ([]string, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// ID parent major:minor root mountpoint options [optional...] - fstype source super
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		pf, qf := strings.Fields(pre), strings.Fields(post)
+		if len(pf) >= 5 && len(qf) >= 1 && qf[0] == "bpf" {
+			out = append(out, unescapeMountinfo(pf[4]))
+		}
+	}
+	return out, sc.Err()
+}
+
+// A frozen owner (SIGSTOP: alive, but neither renewing its Lease nor
+// refreshing the datapath's heartbeat) stops answering once its heartbeat
+// is a lease duration old, and another node takes over. When it thaws
+// (SIGCONT) it finds the Lease taken and withdraws, without answering for
+// the VIP again in between: the LAN never hears two owners.
+func TestFrozenOwner(t *testing.T) {
+	s := newScenario(t)
+	// The LB IPAM leader stops itself when it finds its own Lease lost
+	// after the thaw; keep it out, so the frozen agent lives on.
+	s.createPolicy("not-ipam-leader", func(p *v2alpha1.CiliumL2AnnouncementPolicySpec) {
+		if leader := ipamLeader(t); leader != "" {
+			p.NodeSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "hl2.test/node", Operator: metav1.LabelSelectorOpNotIn, Values: []string{leader}},
+			}}
+		}
+	})
+	s.createService("web")
+	vip := s.waitVIP("web")
+
+	old := s.waitOwner("web", vip)
+	expectAnsweredOnlyBy(t, vip, old)
+
+	pid := old.pid()
+	t.Logf("SIGSTOP the agent of %s (pid %d)", old.name, pid)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(thaw)
+
+	owner := s.waitOwner("web", vip, old)
+	expectAnsweredOnlyBy(t, vip, owner)
+	waitGratuitous(t, vip, owner, s.start)
+
+	// Thaw it while asking continuously, and watch it hand over.
+	woke := client.mark()
+	stop := client.startProber(vip, 20*time.Millisecond)
+	t.Logf("SIGCONT the agent of %s (pid %d)", old.name, pid)
+	thaw()
+	waitWithdrawn(t, old, vip)
+	time.Sleep(time.Second) // keep asking a little longer
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	expectAnsweredOnlyBy(t, vip, owner)
+	assertNeverSpokeFor(t, vip, woke, -1, old)
+}
+
+// The XDP responder (--l2-responder-mode xdp; generic mode on veth)
+// answers like the tcx one.
+func TestXDPResponder(t *testing.T) {
+	node2 := nodes[1]
+	// Registered first, so it runs last: the next test restarts node2 in
+	// the default mode.
+	t.Cleanup(func() {
+		node2.extraArgs = nil
+		if err := node2.stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	s := newScenario(t)
+	if err := node2.stop(); err != nil {
+		t.Fatal(err)
+	}
+	node2.extraArgs = []string{"--l2-responder-mode", "xdp"}
+	if err := node2.start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := node2.waitReady(); err != nil {
+		t.Fatal(err)
+	}
+
+	s.createPolicy("node2", func(p *v2alpha1.CiliumL2AnnouncementPolicySpec) {
+		p.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"hl2.test/node": node2.name}}
+	})
+	s.createService("web")
+	vip := s.waitVIP("web")
+	if owner := s.waitOwner("web", vip); owner != node2 {
+		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.name, node2.name)
+	}
+	expectAnsweredOnlyBy(t, vip, node2)
+	before := waitMapEntry(t, node2, vip)
+	if res := probe(t, vip); len(res.replies) != 1 {
+		t.Fatalf("want exactly one reply from %s; %s", node2, res)
+	}
+	waitFor(t, func() (bool, string) {
+		after := waitMapEntry(t, node2, vip)
+		return after.ResponsesSent > before.ResponsesSent, fmt.Sprintf("responses_sent still %d", after.ResponsesSent)
+	})
+	s.deleteService("web")
+	waitWithdrawn(t, node2, vip)
+	expectSilent(t, vip)
+}

@@ -1,0 +1,283 @@
+package l2
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mdlayher/packet"
+	"golang.org/x/sys/unix"
+)
+
+// ARP opcodes (RFC 826).
+const (
+	arpRequest = 1
+	arpReply   = 2
+)
+
+// probeWindow is how long a probe collects the replies to its request. The
+// responder answers within microseconds; the window only has to cover
+// scheduling delays on a loaded machine.
+const probeWindow = 300 * time.Millisecond
+
+// arpFrame is one ARP packet (IPv4 over Ethernet) seen on the client's eth0.
+type arpFrame struct {
+	seq    int // position in the capture
+	at     time.Time
+	ethSrc net.HardwareAddr
+	ethDst net.HardwareAddr
+	op     uint16
+	sha    net.HardwareAddr
+	spa    netip.Addr
+	tha    net.HardwareAddr
+	tpa    netip.Addr
+}
+
+func (f arpFrame) String() string {
+	op := fmt.Sprintf("op %d", f.op)
+	switch f.op {
+	case arpRequest:
+		op = "request"
+	case arpReply:
+		op = "reply"
+	}
+	return fmt.Sprintf("#%d %s eth %s > %s, ARP %s: sender %s %s, target %s %s",
+		f.seq, f.at.Format("15:04:05.000"), f.ethSrc, f.ethDst, op, f.spa, f.sha, f.tpa, f.tha)
+}
+
+// gratuitous reports whether the frame announces ip unasked (sender and
+// target IP both ip), as a reply or a request.
+func (f arpFrame) gratuitous(ip netip.Addr) bool {
+	return f.spa == ip && f.tpa == ip
+}
+
+// about reports whether the frame is a node speaking for ip: an ARP reply
+// (to anyone) or a gratuitous announcement with ip as sender address.
+func (f arpFrame) about(ip netip.Addr) bool {
+	return f.spa == ip && (f.op == arpReply || f.gratuitous(ip))
+}
+
+// parseARP parses an Ethernet frame carrying ARP for IPv4 over Ethernet.
+func parseARP(b []byte) (arpFrame, bool) {
+	const ethLen, arpLen = 14, 28
+	if len(b) < ethLen+arpLen || binary.BigEndian.Uint16(b[12:14]) != unix.ETH_P_ARP {
+		return arpFrame{}, false
+	}
+	a := b[ethLen:]
+	if binary.BigEndian.Uint16(a[0:2]) != 1 || binary.BigEndian.Uint16(a[2:4]) != unix.ETH_P_IP || a[4] != 6 || a[5] != 4 {
+		return arpFrame{}, false
+	}
+	return arpFrame{
+		ethDst: net.HardwareAddr(slices.Clone(b[0:6])),
+		ethSrc: net.HardwareAddr(slices.Clone(b[6:12])),
+		op:     binary.BigEndian.Uint16(a[6:8]),
+		sha:    net.HardwareAddr(slices.Clone(a[8:14])),
+		spa:    netip.AddrFrom4([4]byte(a[14:18])),
+		tha:    net.HardwareAddr(slices.Clone(a[18:24])),
+		tpa:    netip.AddrFrom4([4]byte(a[24:28])),
+	}, true
+}
+
+// arpClient sends ARP requests from the client namespace's eth0 and
+// captures every ARP frame arriving there (AF_PACKET), for the whole run.
+type arpClient struct {
+	conn *packet.Conn
+	mac  net.HardwareAddr
+	ip   netip.Addr
+
+	mu      sync.Mutex
+	frames  []arpFrame
+	readErr error
+	done    chan struct{}
+}
+
+// openARPClient opens the AF_PACKET socket inside netns ns and starts
+// capturing.
+func openARPClient(ns string, ip netip.Addr) (*arpClient, error) {
+	c := &arpClient{ip: ip, done: make(chan struct{})}
+	err := inNetns(ns, func() error {
+		ifi, err := net.InterfaceByName(devName)
+		if err != nil {
+			return err
+		}
+		conn, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_ARP, nil)
+		if err != nil {
+			return fmt.Errorf("AF_PACKET socket on %s: %w", devName, err)
+		}
+		c.conn, c.mac = conn, ifi.HardwareAddr
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	go c.readLoop()
+	return c, nil
+}
+
+func (c *arpClient) readLoop() {
+	defer close(c.done)
+	buf := make([]byte, 2048)
+	for {
+		n, _, err := c.conn.ReadFrom(buf)
+		if err != nil {
+			c.mu.Lock()
+			c.readErr = err
+			c.mu.Unlock()
+			return
+		}
+		f, ok := parseARP(buf[:n])
+		if !ok {
+			continue
+		}
+		c.mu.Lock()
+		f.seq, f.at = len(c.frames), time.Now()
+		c.frames = append(c.frames, f)
+		c.mu.Unlock()
+	}
+}
+
+func (c *arpClient) close() {
+	_ = c.conn.Close()
+	<-c.done
+}
+
+// mark returns the capture position: frames captured from now on have a
+// seq >= mark.
+func (c *arpClient) mark() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.frames)
+}
+
+// since returns the frames captured from position seq on, and the capture's
+// error if it stopped.
+func (c *arpClient) since(seq int) ([]arpFrame, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if seq > len(c.frames) {
+		seq = len(c.frames)
+	}
+	return slices.Clone(c.frames[seq:]), c.readErr
+}
+
+// request broadcasts "who has ip, tell <client>" as a host would.
+func (c *arpClient) request(ip netip.Addr) error {
+	b := make([]byte, 60) // minimum Ethernet frame, zero padded
+	copy(b[0:6], broadcastMAC)
+	copy(b[6:12], c.mac)
+	binary.BigEndian.PutUint16(b[12:14], unix.ETH_P_ARP)
+	a := b[14:]
+	binary.BigEndian.PutUint16(a[0:2], 1) // Ethernet
+	binary.BigEndian.PutUint16(a[2:4], unix.ETH_P_IP)
+	a[4], a[5] = 6, 4
+	binary.BigEndian.PutUint16(a[6:8], arpRequest)
+	copy(a[8:14], c.mac)
+	sip := c.ip.As4()
+	copy(a[14:18], sip[:])
+	// Target hardware address: zero, as in any request.
+	tip := ip.As4()
+	copy(a[24:28], tip[:])
+	_, err := c.conn.WriteTo(b, &packet.Addr{HardwareAddr: broadcastMAC})
+	return err
+}
+
+var broadcastMAC = net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+// probeResult is what answered one request.
+type probeResult struct {
+	ip      netip.Addr
+	replies []arpFrame
+}
+
+// macs are the distinct sender MACs of the replies, sorted.
+func (r probeResult) macs() []string {
+	var out []string
+	for _, f := range r.replies {
+		if m := f.sha.String(); !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (r probeResult) String() string {
+	if len(r.replies) == 0 {
+		return fmt.Sprintf("who-has %s: no reply", r.ip)
+	}
+	var s []string
+	for _, f := range r.replies {
+		s = append(s, f.String())
+	}
+	return fmt.Sprintf("who-has %s: %d replies from %v:\n    %s", r.ip, len(r.replies), r.macs(), strings.Join(s, "\n    "))
+}
+
+// probe asks once who has ip and collects the replies addressed to the
+// client within probeWindow. A reply is counted only if it is well formed:
+// Ethernet source equal to the ARP sender MAC, Ethernet and ARP target equal
+// to the client; a malformed one is an error.
+func (c *arpClient) probe(ip netip.Addr) (probeResult, error) {
+	start := c.mark()
+	if err := c.request(ip); err != nil {
+		return probeResult{}, fmt.Errorf("sending ARP request: %w", err)
+	}
+	time.Sleep(probeWindow)
+	frames, err := c.since(start)
+	if err != nil {
+		return probeResult{}, fmt.Errorf("capture stopped: %w", err)
+	}
+	res := probeResult{ip: ip}
+	var bad []error
+	for _, f := range frames {
+		if f.op != arpReply || f.spa != ip || f.gratuitous(ip) {
+			continue
+		}
+		if f.tpa != c.ip || !slices.Equal(f.tha, c.mac) {
+			continue // for someone else (no one else asks in these tests)
+		}
+		res.replies = append(res.replies, f)
+		if !slices.Equal(f.ethSrc, f.sha) || !slices.Equal(f.ethDst, c.mac) {
+			bad = append(bad, fmt.Errorf("malformed ARP reply: %s", f))
+		}
+	}
+	return res, errors.Join(bad...)
+}
+
+// startProber asks who has ip every interval, without waiting for answers,
+// until stop is called; the capture records the replies. It finds answers
+// that last less than a probe window.
+func (c *arpClient) startProber(ip netip.Addr, interval time.Duration) (stop func() error) {
+	quit := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			if err := c.request(ip); err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case <-quit:
+				errc <- nil
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	var once sync.Once
+	var err error
+	return func() error {
+		once.Do(func() {
+			close(quit)
+			err = <-errc
+		})
+		return err
+	}
+}

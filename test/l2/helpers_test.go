@@ -1,0 +1,669 @@
+package l2
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
+)
+
+// Names the spec and the agent share with these tests.
+const (
+	leasePrefix = "cilium-l2announce-" // + <namespace>-<service>
+	testLabel   = "hl2-test"           // on each test's Services and in its policies' serviceSelector
+)
+
+// silence is how long the tests watch, probing, that nobody answers when
+// nobody may: a few lease durations, so that any node that would wrongly
+// take over has had every chance to.
+const silence = 4 * leaseDuration
+
+// ---------------------------------------------------------------------------
+// Waiting
+// ---------------------------------------------------------------------------
+
+// waitFor polls cond until it reports true. On timeout the test fails with
+// cond's last description of what it saw and a dump of the agents' state.
+func waitFor(t testing.TB, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, seen := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after %s: %s%s", timeout, seen, deadAgents())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// deadAgents describes agents that exited without being asked to.
+func deadAgents() string {
+	var b strings.Builder
+	for _, n := range nodes {
+		if msg := n.unexpectedExit(); msg != "" {
+			b.WriteString("\n(" + msg + ")")
+		}
+	}
+	return b.String()
+}
+
+// ---------------------------------------------------------------------------
+// Scenario: a test's namespace, Services, policies and node labels
+// ---------------------------------------------------------------------------
+
+type scenario struct {
+	t     *testing.T
+	ns    string
+	label string // value of testLabel on the scenario's Services
+	start int    // capture position when the test started
+	logs  map[*node]logMark
+
+	policies []string
+	vips     []netip.Addr // for the failure dump
+	restore  []func()     // node label changes to undo
+}
+
+// newScenario makes sure the three agents run (restarting any an earlier
+// test left dead), and creates the test's namespace. Everything the test
+// creates is deleted when it ends; on failure the agents' logs of the test
+// and a dump of their state are printed.
+func newScenario(t *testing.T) *scenario {
+	t.Helper()
+	ensureAgents(t)
+	s := &scenario{t: t, start: client.mark(), logs: map[*node]logMark{}}
+	for _, n := range nodes {
+		s.logs[n] = n.logMark()
+	}
+	ns, err := kube.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	s.ns, s.label = ns.Name, ns.Name
+	t.Cleanup(s.cleanup)
+	return s
+}
+
+// ensureAgents starts the agents that are not running and waits until all
+// are ready.
+func ensureAgents(t testing.TB) {
+	t.Helper()
+	for _, n := range nodes {
+		if n.running() {
+			continue
+		}
+		if err := n.start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range nodes {
+		if err := n.waitReady(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (s *scenario) cleanup() {
+	t := s.t
+	if t.Failed() {
+		t.Logf("state at failure:\n%s", dumpState(s.vips, s.start))
+		printLogs(t, s.logs)
+	}
+	ctx := context.Background()
+	for _, name := range s.policies {
+		err := herald.CiliumV2alpha1().CiliumL2AnnouncementPolicies().Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting policy %s: %v", name, err)
+		}
+	}
+	svcs := kube.CoreV1().Services(s.ns)
+	if list, err := svcs.List(ctx, metav1.ListOptions{}); err == nil {
+		for _, svc := range list.Items {
+			if err := svcs.Delete(ctx, svc.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting service %s/%s: %v", s.ns, svc.Name, err)
+			}
+		}
+	}
+	for i := len(s.restore) - 1; i >= 0; i-- {
+		s.restore[i]()
+	}
+	// Without kube-controller-manager the namespace stays Terminating;
+	// its name is unique anyway.
+	_ = kube.CoreV1().Namespaces().Delete(ctx, s.ns, metav1.DeleteOptions{})
+	// Leave three running agents to the next test.
+	ensureAgents(t)
+}
+
+// createService creates a LoadBalancer Service labelled for the scenario's
+// policies.
+func (s *scenario) createService(name string) {
+	s.t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{testLabel: s.label}},
+		Spec: corev1.ServiceSpec{
+			Type:  corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	if _, err := kube.CoreV1().Services(s.ns).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+		s.t.Fatalf("creating service %s/%s: %v", s.ns, name, err)
+	}
+}
+
+func (s *scenario) deleteService(name string) {
+	s.t.Helper()
+	if err := kube.CoreV1().Services(s.ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		s.t.Fatalf("deleting service %s/%s: %v", s.ns, name, err)
+	}
+}
+
+// waitVIP waits until LB IPAM gave the Service an IPv4 address from the
+// pool and returns it.
+func (s *scenario) waitVIP(name string) netip.Addr {
+	s.t.Helper()
+	pool := netip.MustParsePrefix(poolCIDR)
+	var vip netip.Addr
+	waitFor(s.t, func() (bool, string) {
+		svc, err := kube.CoreV1().Services(s.ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var ips []string
+		for _, in := range svc.Status.LoadBalancer.Ingress {
+			ips = append(ips, in.IP)
+			if a, err := netip.ParseAddr(in.IP); err == nil && a.Is4() && pool.Contains(a) {
+				vip = a
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("service %s/%s: ingress %v, want an address of %s", s.ns, name, ips, poolCIDR)
+	})
+	s.vips = append(s.vips, vip)
+	s.t.Logf("service %s/%s has VIP %s", s.ns, name, vip)
+	return vip
+}
+
+// policySpec is the spec's example policy, selecting the scenario's
+// Services: LoadBalancer IPs on ^eth[0-9]+, every node.
+func (s *scenario) policySpec() v2alpha1.CiliumL2AnnouncementPolicySpec {
+	return v2alpha1.CiliumL2AnnouncementPolicySpec{
+		ServiceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{testLabel: s.label}},
+		Interfaces:      []string{"^eth[0-9]+"},
+		LoadBalancerIPs: true,
+	}
+}
+
+// createPolicy creates a CiliumL2AnnouncementPolicy (cluster-scoped, named
+// after the scenario) from policySpec changed by edit.
+func (s *scenario) createPolicy(suffix string, edit func(*v2alpha1.CiliumL2AnnouncementPolicySpec)) string {
+	s.t.Helper()
+	p := &v2alpha1.CiliumL2AnnouncementPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: s.label + "-" + suffix},
+		Spec:       s.policySpec(),
+	}
+	if edit != nil {
+		edit(&p.Spec)
+	}
+	if _, err := herald.CiliumV2alpha1().CiliumL2AnnouncementPolicies().Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		s.t.Fatalf("creating policy %s: %v", p.Name, err)
+	}
+	s.policies = append(s.policies, p.Name)
+	return p.Name
+}
+
+// updatePolicy changes a policy's spec.
+func (s *scenario) updatePolicy(name string, edit func(*v2alpha1.CiliumL2AnnouncementPolicySpec)) {
+	s.t.Helper()
+	policies := herald.CiliumV2alpha1().CiliumL2AnnouncementPolicies()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := policies.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		edit(&p.Spec)
+		_, err = policies.Update(context.Background(), p, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		s.t.Fatalf("updating policy %s: %v", name, err)
+	}
+}
+
+// setNodeLabel sets (value != "") or removes (value == "") a label of a
+// Node; the change is undone when the test ends.
+func (s *scenario) setNodeLabel(n *node, key, value string) {
+	s.t.Helper()
+	patch := func(v *string) error {
+		b := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, key)
+		if v != nil {
+			b = fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, *v)
+		}
+		_, err := kube.CoreV1().Nodes().Patch(context.Background(), n.name, types.MergePatchType, []byte(b), metav1.PatchOptions{})
+		return err
+	}
+	old, err := kube.CoreV1().Nodes().Get(context.Background(), n.name, metav1.GetOptions{})
+	if err != nil {
+		s.t.Fatalf("getting Node %s: %v", n.name, err)
+	}
+	var v *string
+	if value != "" {
+		v = &value
+	}
+	if err := patch(v); err != nil {
+		s.t.Fatalf("labelling Node %s: %v", n.name, err)
+	}
+	var prev *string
+	if ov, ok := old.Labels[key]; ok {
+		prev = &ov
+	}
+	s.restore = append(s.restore, func() {
+		if err := patch(prev); err != nil {
+			s.t.Errorf("restoring label %s of Node %s: %v", key, n.name, err)
+		}
+	})
+}
+
+// ---------------------------------------------------------------------------
+// Leases
+// ---------------------------------------------------------------------------
+
+func leaseName(ns, svc string) string { return leasePrefix + ns + "-" + svc }
+
+// lease returns the Service's announcement Lease, nil if there is none.
+func (s *scenario) lease(svc string) (*coordinationv1.Lease, error) {
+	l, err := kube.CoordinationV1().Leases(leaseNS).Get(context.Background(), leaseName(s.ns, svc), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return l, err
+}
+
+func holderOf(l *coordinationv1.Lease) string {
+	if l == nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+func nodeNamed(name string) *node {
+	for _, n := range nodes {
+		if n.name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// waitOwner waits until a node other than the excluded ones holds the
+// Service's Lease and has programmed the VIP on eth0, and returns it.
+func (s *scenario) waitOwner(svc string, vip netip.Addr, exclude ...*node) *node {
+	s.t.Helper()
+	var owner *node
+	waitFor(s.t, func() (bool, string) {
+		l, err := s.lease(svc)
+		if err != nil {
+			return false, err.Error()
+		}
+		holder := holderOf(l)
+		n := nodeNamed(holder)
+		if n == nil || slices.Contains(exclude, n) {
+			return false, fmt.Sprintf("Lease %s/%s: holder %q, want one of the nodes but %v", leaseNS, leaseName(s.ns, svc), holder, names(exclude))
+		}
+		if msg := announcedOn(n, vip); msg != "" {
+			return false, msg
+		}
+		owner = n
+		return true, ""
+	})
+	s.t.Logf("%s holds Lease %s and announces %s", owner, leaseName(s.ns, svc), vip)
+	return owner
+}
+
+// announcedOn returns "" if n's l2-announce table has exactly the row
+// (vip, eth0) with n's MAC and ifindex, reconciled; else what it has.
+func announcedOn(n *node, vip netip.Addr) string {
+	rows, err := n.announced(vip)
+	if err != nil {
+		return err.Error()
+	}
+	if len(rows) != 1 {
+		return fmt.Sprintf("%s: %d l2-announce rows for %s, want 1 (on %s)", n.name, len(rows), vip, devName)
+	}
+	e := rows[0]
+	if e.NetworkInterface != devName || e.Ifindex != n.eth0Index() || e.MAC != n.mac.String() || !isDone(e) {
+		return fmt.Sprintf("%s: l2-announce row %s %s ifindex %d MAC %s status %s; want %s ifindex %d MAC %s, Done",
+			n.name, e.IP, e.NetworkInterface, e.Ifindex, e.MAC, e.Status.Kind, devName, n.eth0Index(), n.mac)
+	}
+	return ""
+}
+
+func names(ns []*node) []string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, n.name)
+	}
+	return out
+}
+
+// ---------------------------------------------------------------------------
+// What the LAN sees
+// ---------------------------------------------------------------------------
+
+// probe asks who has vip once; a malformed reply fails the test.
+func probe(t testing.TB, vip netip.Addr) probeResult {
+	t.Helper()
+	res, err := client.probe(vip)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, res)
+	}
+	return res
+}
+
+// confirmations is how many requests in a row must get the expected answer.
+const confirmations = 5
+
+// expectAnsweredOnlyBy waits until a request for vip is answered by n, and
+// by n alone, then checks that the next requests are too: each gets exactly
+// one reply, carrying n's MAC.
+func expectAnsweredOnlyBy(t testing.TB, vip netip.Addr, n *node) {
+	t.Helper()
+	want := []string{n.mac.String()}
+	waitFor(t, func() (bool, string) {
+		res := probe(t, vip)
+		return slices.Equal(res.macs(), want), fmt.Sprintf("want a reply from %s only; %s", n, res)
+	})
+	for i := 0; i < confirmations; i++ {
+		res := probe(t, vip)
+		if len(res.replies) != 1 || !slices.Equal(res.macs(), want) {
+			t.Fatalf("request %d after %s first answered alone: want exactly one reply, from %s; %s", i+1, n.name, n, res)
+		}
+	}
+}
+
+// expectSilent waits until requests for vip go unanswered, several in a row.
+func expectSilent(t testing.TB, vip netip.Addr) {
+	t.Helper()
+	quiet := 0
+	waitFor(t, func() (bool, string) {
+		res := probe(t, vip)
+		if len(res.replies) == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		return quiet >= confirmations, fmt.Sprintf("want no reply, %d times in a row; %s", confirmations, res)
+	})
+}
+
+// assertSilentFor probes vip for d: no request may be answered.
+func assertSilentFor(t testing.TB, vip netip.Addr, d time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		if res := probe(t, vip); len(res.replies) != 0 {
+			t.Fatalf("nobody may answer for %s, yet: %s", vip, res)
+		}
+	}
+}
+
+// waitGratuitous waits for a gratuitous ARP for vip from n, captured from
+// position since on.
+func waitGratuitous(t testing.TB, vip netip.Addr, n *node, since int) {
+	t.Helper()
+	waitFor(t, func() (bool, string) {
+		frames, err := client.since(since)
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, f := range frames {
+			if f.gratuitous(vip) {
+				if f.sha.String() == n.mac.String() {
+					return true, ""
+				}
+				seen = append(seen, f.String())
+			}
+		}
+		return false, fmt.Sprintf("no gratuitous ARP for %s from %s; other gratuitous ARP for it: %v", vip, n, seen)
+	})
+}
+
+// assertNeverSpokeFor fails the test if any of the nodes replied to a
+// request for vip or announced it, in the capture between positions from
+// and to (to < 0: up to now). Meanwhile replies of other nodes are counted
+// too, to show whether two nodes were answering at once.
+func assertNeverSpokeFor(t testing.TB, vip netip.Addr, from, to int, ns ...*node) {
+	t.Helper()
+	frames, err := client.since(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		n           int
+		first, last arpFrame
+	}
+	bySender := map[string]*seen{}
+	var order []string
+	for _, f := range frames {
+		if to >= 0 && f.seq >= to {
+			break
+		}
+		if !f.about(vip) {
+			continue
+		}
+		mac := f.sha.String()
+		x := bySender[mac]
+		if x == nil {
+			x = &seen{first: f}
+			bySender[mac] = x
+			order = append(order, mac)
+		}
+		x.n++
+		x.last = f
+	}
+	var bad []string
+	for _, n := range ns {
+		if x := bySender[n.mac.String()]; x != nil {
+			bad = append(bad, fmt.Sprintf("%s spoke for %s %d times, first %s, last %s", n.name, vip, x.n, x.first, x.last))
+		}
+	}
+	if len(bad) == 0 {
+		return
+	}
+	var all []string
+	for _, mac := range order {
+		x := bySender[mac]
+		who := mac
+		for _, n := range nodes {
+			if n.mac.String() == mac {
+				who = n.name
+			}
+		}
+		all = append(all, fmt.Sprintf("%s: %d frames from %s to %s", who, x.n, x.first.at.Format("15:04:05.000"), x.last.at.Format("15:04:05.000")))
+	}
+	t.Errorf("must not speak for %s, yet:\n  %s\nall replies and announcements for it in that part of the capture:\n  %s",
+		vip, strings.Join(bad, "\n  "), strings.Join(all, "\n  "))
+}
+
+// arping asks for vip with iputils' arping from the client namespace, count
+// requests, and returns the distinct MACs that replied (lower case). It
+// returns nil, and logs why, if arping is not installed.
+func arping(t testing.TB, vip netip.Addr, count int) []string {
+	t.Helper()
+	if _, err := exec.LookPath("arping"); err != nil {
+		t.Logf("arping not installed (iputils-arping, see install/dev/ensure-tools.sh): skipping the cross-check")
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ip", "netns", "exec", clientNS,
+		"arping", "-I", devName, "-c", strconv.Itoa(count), "-w", "10", vip.String()).CombinedOutput()
+	var macs []string
+	for _, line := range strings.Split(string(out), "\n") {
+		// Unicast reply from 198.18.0.192 [02:48:4C:32:00:0D]  0.612ms
+		if !strings.HasPrefix(line, "Unicast reply from ") {
+			continue
+		}
+		_, rest, _ := strings.Cut(line, "[")
+		mac, _, ok := strings.Cut(rest, "]")
+		if m := strings.ToLower(mac); ok && !slices.Contains(macs, m) {
+			macs = append(macs, m)
+		}
+	}
+	slices.Sort(macs)
+	if len(macs) == 0 {
+		t.Errorf("arping %s from %s: no reply (%v):\n%s", vip, clientNS, err, out)
+	}
+	return macs
+}
+
+// ipamLeader returns the holder of the LB IPAM Lease ("" if none).
+func ipamLeader(t testing.TB) string {
+	t.Helper()
+	l, err := kube.CoordinationV1().Leases(leaseNS).Get(context.Background(), "herald-lb-ipam", metav1.GetOptions{})
+	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		return ""
+	}
+	return holderOf(l)
+}
+
+// ---------------------------------------------------------------------------
+// Agent state
+// ---------------------------------------------------------------------------
+
+// waitMapEntry waits until n's pinned l2_responder_v4 has exactly one
+// entry for vip: on eth0, with n's MAC. It returns it.
+func waitMapEntry(t testing.TB, n *node, vip netip.Addr) mapEntry {
+	t.Helper()
+	var got mapEntry
+	waitFor(t, func() (bool, string) {
+		entries, err := n.mapEntriesFor(vip)
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(entries) != 1 || entries[0].Ifindex != n.eth0Index() || entries[0].MAC.String() != n.mac.String() {
+			return false, fmt.Sprintf("%s: %s entries for %s: %v; want one, ifindex %d, MAC %s", n.name, "l2_responder_v4", vip, entries, n.eth0Index(), n.mac)
+		}
+		got = entries[0]
+		return true, ""
+	})
+	return got
+}
+
+// waitWithdrawn waits until n has neither an l2-announce row nor a map
+// entry for vip.
+func waitWithdrawn(t testing.TB, n *node, vip netip.Addr) {
+	t.Helper()
+	waitFor(t, func() (bool, string) {
+		rows, err := n.announced(vip)
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(rows) != 0 {
+			return false, fmt.Sprintf("%s: still %d l2-announce rows for %s", n.name, len(rows), vip)
+		}
+		entries, err := n.mapEntriesFor(vip)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(entries) == 0, fmt.Sprintf("%s: l2_responder_v4 still has %v", n.name, entries)
+	})
+}
+
+// assertNotAnnounced checks now that the nodes have no row and no map entry
+// for vip.
+func assertNotAnnounced(t testing.TB, vip netip.Addr, ns ...*node) {
+	t.Helper()
+	for _, n := range ns {
+		rows, err := n.announced(vip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 0 {
+			t.Errorf("%s must not announce %s, yet its l2-announce table has %d rows for it", n.name, vip, len(rows))
+		}
+		entries, err := n.mapEntriesFor(vip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 0 {
+			t.Errorf("%s must not answer for %s, yet its l2_responder_v4 has %v", n.name, vip, entries)
+		}
+	}
+}
+
+// others returns the nodes but n.
+func others(n *node) []*node {
+	return slices.DeleteFunc(slices.Clone(nodes), func(x *node) bool { return x == n })
+}
+
+// dumpState renders what every agent has, the announcement Leases and the
+// ARP frames about the vips captured since position since, for failure
+// messages.
+func dumpState(vips []netip.Addr, since int) string {
+	var b strings.Builder
+	for _, n := range nodes {
+		fmt.Fprintf(&b, "== %s: agent running=%v pid=%d\n", n, n.running(), n.pid())
+		if !n.running() {
+			continue
+		}
+		if out, err := n.dbg("statedb", "l2-announce"); err == nil {
+			fmt.Fprintf(&b, "herald-dbg statedb l2-announce:\n%s", out)
+		} else {
+			fmt.Fprintln(&b, err)
+		}
+		if out, err := n.dbg("statedb", "l2-policies"); err == nil {
+			fmt.Fprintf(&b, "herald-dbg statedb l2-policies:\n%s", out)
+		}
+		if entries, err := n.mapEntries(); err == nil {
+			fmt.Fprintf(&b, "l2_responder_v4: %v\n", entries)
+		} else {
+			fmt.Fprintln(&b, err)
+		}
+	}
+	if leases, err := kube.CoordinationV1().Leases(leaseNS).List(context.Background(), metav1.ListOptions{}); err == nil {
+		fmt.Fprintln(&b, "== Leases:")
+		for _, l := range leases.Items {
+			var renew string
+			if l.Spec.RenewTime != nil {
+				renew = l.Spec.RenewTime.Format(time.RFC3339Nano)
+			}
+			trans := int32(0)
+			if l.Spec.LeaseTransitions != nil {
+				trans = *l.Spec.LeaseTransitions
+			}
+			fmt.Fprintf(&b, "%s holder=%q renewed=%s transitions=%d\n", l.Name, holderOf(&l), renew, trans)
+		}
+	}
+	frames, _ := client.since(since)
+	var about []string
+	for _, f := range frames {
+		for _, vip := range vips {
+			if f.spa == vip || f.tpa == vip {
+				about = append(about, f.String())
+				break
+			}
+		}
+	}
+	fmt.Fprintf(&b, "== ARP frames about %v during the test (last 60 of %d):\n%s\n", vips, len(about), tail(strings.Join(about, "\n"), 60))
+	return b.String()
+}
