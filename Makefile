@@ -14,7 +14,7 @@ HERALD_ETCD_PORT      ?= 12379
 export CLUSTER_DIR HERALD_APISERVER_PORT HERALD_ETCD_PORT
 
 .PHONY: all build test test-unit test-integration generate verify-generate lint fuzz demo \
-        cluster-up cluster-down bench-alloc bench-l2 manifests tools clean
+        cluster-up cluster-down bench-alloc bench-l2 manifests demo-down tools clean
 
 all: build
 
@@ -66,6 +66,9 @@ cluster-down:
 
 demo: tools build
 	install/dev/demo.sh
+
+demo-down:
+	install/dev/demo-down.sh
 
 bench-alloc: tools build
 	hack/bench-alloc.sh

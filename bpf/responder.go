@@ -415,17 +415,22 @@ func (r *Responder) Delete(ip netip.Addr, ifindex int) error {
 // Entries returns the entries of the l2_responder_v4 map, sorted by IP and
 // ifindex.
 func (r *Responder) Entries() ([]Entry, error) {
-	var (
-		key   l2responderL2ResponderKey
-		value l2responderL2ResponderEntry
-		out   []Entry
-	)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return nil, errClosed
 	}
-	it := r.v4.Iterate()
+	return entriesOf(r.v4)
+}
+
+// entriesOf reads an l2_responder_v4 map, sorted by IP and ifindex.
+func entriesOf(m *ebpf.Map) ([]Entry, error) {
+	var (
+		key   l2responderL2ResponderKey
+		value l2responderL2ResponderEntry
+		out   []Entry
+	)
+	it := m.Iterate()
 	for it.Next(&key, &value) {
 		var b [4]byte
 		binary.NativeEndian.PutUint32(b[:], key.Ip4)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cilium/hive/cell"
@@ -11,7 +12,9 @@ import (
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/reconciler"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/daemon/agentconfig"
 	"github.com/heraldlb/herald/tables"
@@ -32,6 +35,7 @@ type announcerParams struct {
 	Devices  statedb.Table[*tables.Device]
 	Announce statedb.RWTable[*tables.L2AnnounceEntry]
 	Health   statedb.RWTable[*tables.L2LeaseHealth]
+	Events   record.EventRecorder
 	Metrics  prometheus.Registerer `optional:"true"`
 }
 
@@ -189,6 +193,12 @@ func (a *announcer) sync(sel selection, campaigns map[string]*campaign) {
 			continue
 		}
 		held, lastRenew := c.heldAndFresh(now, maxAge)
+		if c.announced != held {
+			c.announced = held
+			if held {
+				a.recordAnnounced(g)
+			}
+		}
 		if !held {
 			continue
 		}
@@ -223,3 +233,24 @@ func (a *announcer) sync(sel selection, campaigns map[string]*campaign) {
 func sameEntry(a, b *tables.L2AnnounceEntry) bool {
 	return a.Ifindex == b.Ifindex && a.MAC == b.MAC && slices.Equal(a.Origins, b.Origins)
 }
+
+// recordAnnounced tells the group's Services, in an Event, which node now
+// answers for their IPs and where.
+func (a *announcer) recordAnnounced(g *group) {
+	where := map[string][]string{}
+	for _, e := range g.entries {
+		for _, svc := range e.Origins {
+			where[svc] = append(where[svc], e.IP.String()+" on "+e.NetworkInterface)
+		}
+	}
+	for svc, places := range where {
+		ns, name, _ := strings.Cut(svc, "/")
+		slices.Sort(places)
+		ref := &corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name}
+		a.Events.Eventf(ref, corev1.EventTypeNormal, EventAnnounced, "Node %s announces %s (Lease %s)", a.node, strings.Join(places, ", "), g.lease)
+	}
+}
+
+// EventAnnounced is the reason of the Event recorded on a Service when a
+// node starts answering for its IPs.
+const EventAnnounced = "L2Announced"

@@ -15,6 +15,9 @@ type campaign struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
+	// announced is what sync last saw; only the announcer loop uses it.
+	announced bool
+
 	mu        sync.Mutex
 	held      bool
 	withdrawn bool

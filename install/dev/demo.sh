@@ -1,45 +1,67 @@
 #!/usr/bin/env bash
-# make demo: a local control plane, Herald's CRDs, one herald-agent, the
-# sample pools and Services of Documentation/examples/lb-ipam, then what a
-# user sees: kubectl get ippools, kubectl get svc -A and the agent's view.
+# make demo: Herald on a local control plane, on a small L2 network of
+# network namespaces (install/dev/demo-net.sh): two "nodes" each running
+# herald-agent, and a client.
 #
-# The cluster and agent keep running afterwards (DEMO_KEEP=0 tears them
-# down at the end); `make cluster-down` stops the cluster.
+#  1. LB IPAM: the sample pools and Services of Documentation/examples/lb-ipam
+#     get their IPs (kubectl get ippools, kubectl get svc -A).
+#  2. L2 announcements: a Service's IP is answered on the wire (arping from
+#     the client); its owner's agent is killed; the other node answers.
+#
+# The cluster, agents and namespaces keep running afterwards (DEMO_KEEP=0
+# tears everything down at the end); `make demo-down` removes them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 dir=${CLUSTER_DIR:-_output/demo}
+export HERALD_APISERVER_ADDR=198.19.0.1
 export HERALD_APISERVER_PORT=${HERALD_APISERVER_PORT:-16443}
 export HERALD_ETCD_PORT=${HERALD_ETCD_PORT:-12379}
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+run() { printf '$ %s\n' "$*"; "$@"; }
 
-step "Control plane (etcd + kube-apiserver) in $dir"
+install/dev/demo-down.sh >/dev/null 2>&1 || true
+
+step "L2 network: bridge, nodes hdemo-node1/2, client hdemo-client (198.19.0.0/24)"
+install/dev/demo-net.sh up
+
+step "Control plane (etcd + kube-apiserver on ${HERALD_APISERVER_ADDR}) in $dir"
 install/dev/cluster-up.sh "$dir"
 export KUBECONFIG=$PWD/$dir/kubeconfig
-
-step "CRDs"
-kubectl apply -f install/crds/
-kubectl wait --for condition=Established --timeout=60s crd/ciliumloadbalancerippools.cilium.io
+kubectl apply -f install/crds/ >/dev/null
+kubectl wait --for condition=Established --timeout=60s crd --all >/dev/null
 kubectl get ns kube-system >/dev/null 2>&1 || kubectl create ns kube-system
+for n in node1 node2; do
+	kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Node
+metadata:
+  name: $n
+  labels: {kubernetes.io/hostname: $n}
+YAML
+done
 
-step "herald-agent (logs in $dir/agent.log)"
-if [[ -f $dir/agent.pid ]] && kill -0 "$(cat $dir/agent.pid)" 2>/dev/null; then
-  kill "$(cat $dir/agent.pid)"; sleep 1
-fi
-_output/bin/herald-agent --kubeconfig "$KUBECONFIG" --node-name demo-node --k8s-namespace kube-system \
-  --enable-ipv6 --dbg-socket "$PWD/$dir/herald.sock" >"$dir/agent.log" 2>&1 &
-echo $! >"$dir/agent.pid"
-echo "agent pid $(cat $dir/agent.pid)"
+step "herald-agent on each node (logs in $dir/agent-nodeN.log)"
+for n in node1 node2; do
+	ip netns exec "hdemo-$n" _output/bin/herald-agent \
+		--kubeconfig "$KUBECONFIG" --node-name "$n" --k8s-namespace kube-system --enable-ipv6 \
+		--enable-l2-announcements --devices eth0 \
+		--l2-announcements-lease-duration 3s --l2-announcements-renew-deadline 1s --l2-announcements-retry-period 200ms \
+		--dbg-socket "$PWD/$dir/herald-$n.sock" >"$dir/agent-$n.log" 2>&1 &
+	echo $! >"$dir/agent-$n.pid"
+done
 
-step "Pools and Services (Documentation/examples/lb-ipam)"
-kubectl apply -f Documentation/examples/lb-ipam/pools.yaml
-kubectl apply -f Documentation/examples/lb-ipam/services.yaml
+step "LB IPAM: pools and Services (Documentation/examples/lb-ipam)"
+run kubectl apply -f Documentation/examples/lb-ipam/pools.yaml
+run kubectl apply -f Documentation/examples/lb-ipam/services.yaml
+step "L2 announcements: a pool on the LAN, a policy, a Service (Documentation/examples/l2)"
+run kubectl apply -f Documentation/examples/l2/announce.yaml
 
 step "Waiting for the Services to get their IPs"
-for _ in $(seq 1 100); do
-  pending=$(kubectl get svc -n example -o json | jq '[.items[] | select(.metadata.name != "service-green") | select((.status.loadBalancer.ingress // []) | length == 0)] | length')
-  [[ $pending == 0 ]] && break
-  sleep 0.2
+for _ in $(seq 1 150); do
+	pending=$(kubectl get svc -A -o json | jq '[.items[] | select(.spec.type == "LoadBalancer") | select(.metadata.name != "service-green") | select((.status.loadBalancer.ingress // []) | length == 0)] | length')
+	[[ $pending == 0 ]] && break
+	sleep 0.2
 done
 
 step "kubectl get ippools"
@@ -48,12 +70,40 @@ step "kubectl get svc -A"
 kubectl get svc -A
 step "Why is service-green pending?"
 kubectl -n example get svc/service-green -o jsonpath='{.status.conditions}' | jq .
-step "herald-dbg statedb lb-allocations"
-_output/bin/herald-dbg --socket "$dir/herald.sock" statedb lb-allocations
+
+vip=$(kubectl -n demo get svc web -o jsonpath='{.status.loadBalancer.ingress[0].ip}')
+lease=cilium-l2announce-demo-web
+holder=""
+for _ in $(seq 1 100); do
+	holder=$(kubectl -n kube-system get lease "$lease" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true)
+	[[ -n $holder ]] && break
+	sleep 0.2
+done
+step "The VIP $vip on the wire: node $holder holds Lease $lease"
+kubectl -n kube-system get lease | grep -E "NAME|cilium-l2announce"
+for n in node1 node2; do
+	printf '%s eth0 MAC: %s\n' "$n" "$(ip -n "hdemo-$n" -br link show eth0 | awk '{print $3}')"
+done
+run _output/bin/herald-dbg --socket "$dir/herald-$holder.sock" statedb l2-announce
+sleep 1
+run ip netns exec hdemo-client arping -I eth0 -c 3 -w 5 "$vip" || true
+
+step "Killing the agent of $holder (kill -9); the other node takes over"
+kill -9 "$(cat "$dir/agent-$holder.pid")"
+start=$(date +%s.%N)
+for _ in $(seq 1 200); do
+	new=$(kubectl -n kube-system get lease "$lease" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true)
+	[[ -n $new && $new != "$holder" ]] && break
+	sleep 0.1
+done
+printf 'Lease %s now held by %s after %ss\n' "$lease" "$new" "$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')"
+sleep 0.5
+run ip netns exec hdemo-client arping -I eth0 -c 3 -w 5 "$vip" || true
 
 if [[ ${DEMO_KEEP:-1} == 0 ]]; then
-  kill "$(cat $dir/agent.pid)" || true
-  install/dev/cluster-down.sh "$dir"
+	install/dev/demo-down.sh
 else
-  printf '\nThe cluster and agent keep running: export KUBECONFIG=%s\nStop them with: kill $(cat %s/agent.pid); make cluster-down CLUSTER_DIR=%s\n' "$KUBECONFIG" "$dir" "$dir"
+	printf '\nEverything keeps running: export KUBECONFIG=%s\n' "$KUBECONFIG"
+	printf 'herald-dbg of a node: _output/bin/herald-dbg --socket %s/herald-node1.sock statedb l2-announce\n' "$dir"
+	printf 'Stop it all with: make demo-down\n'
 fi

@@ -1,10 +1,16 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/heraldlb/herald/cells/allocator"
 	"github.com/heraldlb/herald/tables"
@@ -58,11 +64,48 @@ func explainAnnouncement(cmd *cobra.Command, key string, cfg map[string]string) 
 		}
 	}
 	if !found {
-		ns := cfg["k8s-namespace"]
-		fmt.Printf("  Announcement: not by this node (%s). The holder of the Lease names the node that does:\n", cfg["node-name"])
-		fmt.Printf("    kubectl -n %s get lease %s\n", ns, leaseOf(key))
+		ns, lease := cfg["k8s-namespace"], leaseOf(key)
+		holder, err := leaseHolder(cmd.Context(), ns, lease)
+		switch {
+		case err != nil:
+			fmt.Printf("  Announcement: not by this node (%s). The holder of the Lease names the node that does:\n", cfg["node-name"])
+			fmt.Printf("    kubectl -n %s get lease %s\n", ns, lease)
+		case holder == "":
+			fmt.Printf("  Announcement: nobody holds Lease %s/%s: no node is selected, or the Service shares its IP with another whose Lease decides.\n", ns, lease)
+		default:
+			fmt.Printf("  Announcement: by node %s (holder of Lease %s/%s); run herald-dbg there for the interface.\n", holder, ns, lease)
+		}
 	}
 	return nil
+}
+
+// leaseHolder reads a Lease with the Pod's service account or --kubeconfig.
+func leaseHolder(ctx context.Context, ns, name string) (string, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return "", err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	l, err := kube.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if l.Spec.HolderIdentity == nil {
+		return "", nil
+	}
+	return *l.Spec.HolderIdentity, nil
 }
 
 func leaseOf(key string) string {

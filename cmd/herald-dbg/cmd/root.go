@@ -12,7 +12,7 @@ import (
 	"github.com/heraldlb/herald/cells/dbgapi"
 )
 
-var socket string
+var socket, kubeconfig string
 
 // Root returns the herald-dbg command tree.
 func Root() *cobra.Command {
@@ -23,7 +23,8 @@ func Root() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&socket, "socket", dbgapi.DefaultSocket, "The agent's debug socket (--dbg-socket of herald-agent)")
-	root.AddCommand(statedbCmd(), configCmd(), explainCmd(), poolsCmd())
+	root.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig for the few reads herald-dbg makes itself (Lease holders); default: the Pod's service account")
+	root.AddCommand(statedbCmd(), configCmd(), explainCmd(), poolsCmd(), bpfCmd())
 	return root
 }
 

@@ -1,0 +1,56 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// Pinned is what a running agent's responder maps hold, read from their
+// pins: the entries with their counters, and until when it answers.
+type Pinned struct {
+	Entries []Entry
+	// AnswersFor is how much longer the responder answers without a new
+	// heartbeat; zero or negative means it is silent.
+	AnswersFor time.Duration
+	// NeverRefreshed is true until the agent's first heartbeat.
+	NeverRefreshed bool
+}
+
+// ReadPinned reads the maps pinned in pinDir (<bpf-root>/herald) without
+// loading anything: for herald-dbg, beside a running agent.
+func ReadPinned(pinDir string) (*Pinned, error) {
+	ro := &ebpf.LoadPinOptions{ReadOnly: true}
+	v4, err := ebpf.LoadPinnedMap(filepath.Join(pinDir, MapResponderV4), ro)
+	if err != nil {
+		return nil, fmt.Errorf("bpf: opening %s: %w", filepath.Join(pinDir, MapResponderV4), err)
+	}
+	defer v4.Close()
+	entries, err := entriesOf(v4)
+	if err != nil {
+		return nil, err
+	}
+	cfgMap, err := ebpf.LoadPinnedMap(filepath.Join(pinDir, MapConfig), ro)
+	if err != nil {
+		return nil, fmt.Errorf("bpf: opening %s: %w", filepath.Join(pinDir, MapConfig), err)
+	}
+	defer cfgMap.Close()
+	var cfg l2responderL2ResponderConfig
+	if err := cfgMap.Lookup(uint32(0), &cfg); err != nil {
+		return nil, fmt.Errorf("bpf: reading %s: %w", MapConfig, err)
+	}
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return nil, errors.New("bpf: reading CLOCK_MONOTONIC")
+	}
+	p := &Pinned{Entries: entries, NeverRefreshed: cfg.HeartbeatNs == 0}
+	if !p.NeverRefreshed {
+		deadline := int64(cfg.HeartbeatNs + cfg.MaxAgeNs)
+		p.AnswersFor = time.Duration(deadline - ts.Nano())
+	}
+	return p, nil
+}

@@ -1,0 +1,50 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldlb/herald/bpf"
+)
+
+func bpfCmd() *cobra.Command {
+	root := &cobra.Command{Use: "bpf", Short: "The agent's eBPF state"}
+	root.AddCommand(&cobra.Command{
+		Use:   "responder",
+		Short: "Entries of the ARP responder map with their responses_sent counters, and whether it answers",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := fetchConfig(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if cfg["enable-l2-announcements"] != "true" {
+				fmt.Println("L2 announcements are off on this agent: no responder is loaded.")
+				return nil
+			}
+			pins := filepath.Join(cfg["bpf-root"], "herald")
+			p, err := bpf.ReadPinned(pins)
+			if err != nil {
+				return err
+			}
+			switch {
+			case p.NeverRefreshed:
+				fmt.Println("Heartbeat: never refreshed, the responder answers nothing yet.")
+			case p.AnswersFor > 0:
+				fmt.Printf("Heartbeat: answering for %.1fs more without a new heartbeat.\n", p.AnswersFor.Seconds())
+			default:
+				fmt.Printf("Heartbeat: expired %.1fs ago, the responder is silent (Leases not renewed).\n", -p.AnswersFor.Seconds())
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 3, ' ', 0)
+			fmt.Fprintln(tw, "IP\tIFINDEX\tMAC\tRESPONSES_SENT")
+			for _, e := range p.Entries {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\n", e.IP, e.Ifindex, e.MAC, e.ResponsesSent)
+			}
+			return tw.Flush()
+		},
+	})
+	return root
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Stops what make demo started: the agents, the control plane, the network.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+dir=${CLUSTER_DIR:-_output/demo}
+for pidfile in "$dir"/agent*.pid; do
+	[[ -f $pidfile ]] || continue
+	kill "$(cat "$pidfile")" 2>/dev/null
+	rm -f "$pidfile"
+done
+sleep 1
+install/dev/cluster-down.sh "$dir"
+install/dev/demo-net.sh down
