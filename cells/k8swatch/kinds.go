@@ -20,35 +20,44 @@ import (
 	"github.com/heraldlb/herald/tables"
 )
 
+// listWatcher is the List and Watch of one typed client.
+type listWatcher[L runtime.Object] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// listWatch adapts a typed client for an informer; fieldSelector, when
+// set, narrows both calls.
+func listWatch[L runtime.Object](c listWatcher[L], fieldSelector string) cache.ListerWatcher {
+	narrow := func(o metav1.ListOptions) metav1.ListOptions {
+		if fieldSelector != "" {
+			o.FieldSelector = fieldSelector
+		}
+		return o
+	}
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.List(ctx, narrow(o))
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.Watch(ctx, narrow(o))
+		},
+	}
+}
+
 func reflectServices(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.Service], kube kubernetes.Interface, log *slog.Logger) {
-	svcs := kube.CoreV1().Services(metav1.NamespaceAll)
 	(&reflector[*corev1.Service, *tables.Service]{
 		name: "services", db: db, table: tbl, log: log,
-		lw: &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return svcs.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return svcs.Watch(ctx, o)
-			},
-		},
+		lw:        listWatch[*corev1.ServiceList](kube.CoreV1().Services(metav1.NamespaceAll), ""),
 		example:   &corev1.Service{},
 		transform: tables.ServiceFromK8s,
 	}).register(jg)
 }
 
 func reflectPools(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.LBPool], herald versioned.Interface, log *slog.Logger) {
-	pools := herald.CiliumV2alpha1().CiliumLoadBalancerIPPools()
 	(&reflector[*v2alpha1.CiliumLoadBalancerIPPool, *tables.LBPool]{
 		name: "lb-pools", db: db, table: tbl, log: log,
-		lw: &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return pools.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return pools.Watch(ctx, o)
-			},
-		},
+		lw:        listWatch[*v2alpha1.CiliumLoadBalancerIPPoolList](herald.CiliumV2alpha1().CiliumLoadBalancerIPPools(), ""),
 		example:   &v2alpha1.CiliumLoadBalancerIPPool{},
 		transform: tables.LBPoolFromK8s,
 	}).register(jg)
@@ -58,17 +67,9 @@ func reflectL2Policies(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables
 	if !agent.EnableL2Announcements {
 		return
 	}
-	policies := herald.CiliumV2alpha1().CiliumL2AnnouncementPolicies()
 	(&reflector[*v2alpha1.CiliumL2AnnouncementPolicy, *tables.L2Policy]{
 		name: "l2-policies", db: db, table: tbl, log: log,
-		lw: &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return policies.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return policies.Watch(ctx, o)
-			},
-		},
+		lw:        listWatch[*v2alpha1.CiliumL2AnnouncementPolicyList](herald.CiliumV2alpha1().CiliumL2AnnouncementPolicies(), ""),
 		example:   &v2alpha1.CiliumL2AnnouncementPolicy{},
 		transform: tables.L2PolicyFromK8s,
 	}).register(jg)
@@ -80,20 +81,9 @@ func reflectLocalNode(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.
 	if !agent.EnableL2Announcements {
 		return
 	}
-	nodes := kube.CoreV1().Nodes()
-	byName := fields.OneTermEqualSelector("metadata.name", agent.Node()).String()
 	(&reflector[*corev1.Node, *tables.Node]{
 		name: "nodes", db: db, table: tbl, log: log,
-		lw: &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				o.FieldSelector = byName
-				return nodes.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.FieldSelector = byName
-				return nodes.Watch(ctx, o)
-			},
-		},
+		lw:        listWatch[*corev1.NodeList](kube.CoreV1().Nodes(), fields.OneTermEqualSelector("metadata.name", agent.Node()).String()),
 		example:   &corev1.Node{},
 		transform: tables.NodeFromK8s,
 	}).register(jg)

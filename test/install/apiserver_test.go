@@ -21,8 +21,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,7 +32,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
 	"github.com/heraldlb/herald/install/helm/helmrender"
 	"github.com/heraldlb/herald/test/cluster"
@@ -51,7 +48,11 @@ var (
 func setup(t *testing.T) (*cluster.Cluster, dynamic.Interface) {
 	t.Helper()
 	c := startCluster(t)
-	crdsOnce.Do(func() { crdsErr = installCRDs(c, filepath.Join(root, "install", "kubernetes", "crds")) })
+	crdsOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		crdsErr = c.InstallCRDs(ctx, filepath.Join(root, "install", "kubernetes", "crds"))
+	})
 	if crdsErr != nil {
 		t.Fatal(crdsErr)
 	}
@@ -60,52 +61,6 @@ func setup(t *testing.T) (*cluster.Cluster, dynamic.Interface) {
 		t.Fatal(err)
 	}
 	return c, dyn
-}
-
-func installCRDs(c *cluster.Cluster, dir string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ext, err := apiextensions.NewForConfig(c.RESTConfig)
-	if err != nil {
-		return err
-	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no CRDs in %s (%v)", dir, err)
-	}
-	var names []string
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		for _, doc := range splitYAML(b) {
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := yaml.UnmarshalStrict(doc, &crd); err != nil {
-				return fmt.Errorf("%s: %w", f, err)
-			}
-			if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, &crd, metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("creating CRD %s from %s: %w", crd.Name, f, err)
-			}
-			names = append(names, crd.Name)
-		}
-	}
-	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		for _, name := range names {
-			crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			established := false
-			for _, cond := range crd.Status.Conditions {
-				established = established || cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue
-			}
-			if !established {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
 }
 
 // splitYAML splits a YAML stream into its non-empty documents.

@@ -21,14 +21,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
@@ -97,7 +93,7 @@ func run(m *testing.M) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := installCRDs(ctx, filepath.Join(root, "install", "crds")); err != nil {
+	if err := testCluster.InstallCRDs(ctx, filepath.Join(root, "install", "crds")); err != nil {
 		fmt.Fprintln(os.Stderr, "lbipam: installing CRDs:", err)
 		return 1
 	}
@@ -106,57 +102,6 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// installCRDs does what `kubectl apply -f install/crds/` does on a fresh
-// cluster, then waits until every CRD is Established and pools can be
-// listed.
-func installCRDs(ctx context.Context, dir string) error {
-	ext, err := apiextensions.NewForConfig(testCluster.RESTConfig)
-	if err != nil {
-		return err
-	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no CRDs in %s (%v)", dir, err)
-	}
-	var names []string
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		for _, doc := range splitYAML(string(b)) {
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := yaml.UnmarshalStrict([]byte(doc), &crd); err != nil {
-				return fmt.Errorf("%s: %w", f, err)
-			}
-			if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, &crd, metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("creating %s from %s: %w", crd.Name, f, err)
-			}
-			names = append(names, crd.Name)
-		}
-	}
-	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		for _, name := range names {
-			crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
-			if err != nil || !established(crd) {
-				return false, nil
-			}
-		}
-		// Established can be reported shortly before the resource is served.
-		_, err := herald.CiliumV2alpha1().CiliumLoadBalancerIPPools().List(ctx, metav1.ListOptions{})
-		return err == nil, nil
-	})
-}
-
-func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-			return true
-		}
-	}
-	return false
 }
 
 func ensureNamespace(ctx context.Context, name string) error {
