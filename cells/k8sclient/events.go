@@ -7,16 +7,12 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
-
-	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 )
 
 // newEventRecorder records Events on Services and pools. Events go out
-// asynchronously, so a slow API server never blocks a decision.
-func newEventRecorder(lc cell.Lifecycle, kube kubernetes.Interface) (record.EventRecorder, error) {
-	if err := v2alpha1.AddToScheme(scheme.Scheme); err != nil {
-		return nil, err
-	}
+// asynchronously, so a slow API server never blocks a decision. Cells pass
+// object references, so the recorder needs no scheme of our types.
+func newEventRecorder(lc cell.Lifecycle, kube kubernetes.Interface) record.EventRecorder {
 	b := record.NewBroadcaster()
 	lc.Append(cell.Hook{
 		OnStart: func(cell.HookContext) error {
@@ -28,5 +24,5 @@ func newEventRecorder(lc cell.Lifecycle, kube kubernetes.Interface) (record.Even
 			return nil
 		},
 	})
-	return b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "herald"}), nil
+	return b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "herald"})
 }
