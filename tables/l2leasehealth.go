@@ -14,7 +14,8 @@ const L2LeaseHealthTableName = "l2-lease-health"
 
 // L2LeaseHealth tells the ARP responder until when this node's view of its
 // Leases can be trusted: the last renewal of the stalest Lease it holds,
-// plus the lease duration minus one retry period. After a freeze (a paused
+// plus the lease duration, minus the Lease's 1s time resolution and one
+// retry period. After a freeze (a paused
 // VM, a starved process) the renewals are old, so the responder stops
 // refreshing its heartbeat before the node has even noticed it lost its
 // Leases: it never answers for an IP another node has taken over.

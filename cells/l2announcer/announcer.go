@@ -182,9 +182,8 @@ func (a *announcer) stopAll(campaigns map[string]*campaign, stopping []*campaign
 func (a *announcer) sync(sel selection, campaigns map[string]*campaign) {
 	now := time.Now()
 	// A Lease renewed longer ago than this may already belong to another
-	// node: it expires a lease duration after the last renewal, and others
-	// notice within a retry period.
-	maxAge := a.Leases.L2AnnouncementsLeaseDuration - a.Leases.L2AnnouncementsRetryPeriod
+	// node (see FreshFor).
+	maxAge := a.Leases.FreshFor()
 	want := map[tables.L2AnnounceKey]*tables.L2AnnounceEntry{}
 	health := &tables.L2LeaseHealth{Node: a.node}
 	for lease, g := range sel {

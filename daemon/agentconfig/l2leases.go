@@ -25,20 +25,42 @@ var DefaultL2Leases = L2Leases{
 
 func (def L2Leases) Flags(flags *pflag.FlagSet) {
 	flags.Duration("l2-announcements-lease-duration", def.L2AnnouncementsLeaseDuration,
-		"How long a node must be silent before another takes over its announcements (at least 1s, more than the renew deadline)")
+		"How long a node must be silent before another takes over its announcements (more than 1s plus twice the retry period, in whole seconds, and more than the renew deadline)")
 	flags.Duration("l2-announcements-renew-deadline", def.L2AnnouncementsRenewDeadline,
 		"How long the announcing node keeps trying to renew its Lease before giving it up (at least 20% more than the retry period)")
 	flags.Duration("l2-announcements-retry-period", def.L2AnnouncementsRetryPeriod,
 		"How often nodes retry to acquire or renew a Lease")
 }
 
-// Validate applies the spec's rules. A Lease counts whole seconds, so 1s is
-// the shortest duration it can express.
+// LeaseTimeResolution is the precision of the times in a Lease as nodes
+// compare them: a follower may see a renewal up to this much late.
+const LeaseTimeResolution = time.Second
+
+// FreshFor is how long after its last renewal this node may trust it still
+// holds a Lease: another node can take it once it saw no renewal for a
+// lease duration, and it may see renewals up to LeaseTimeResolution late;
+// one retry period more is kept as margin.
+func (c L2Leases) FreshFor() time.Duration {
+	return c.effectiveDuration() - LeaseTimeResolution - c.L2AnnouncementsRetryPeriod
+}
+
+// effectiveDuration is the lease duration as the Lease records it, in whole
+// seconds (leaseDurationSeconds): what other nodes go by.
+func (c L2Leases) effectiveDuration() time.Duration {
+	return c.L2AnnouncementsLeaseDuration.Truncate(time.Second)
+}
+
+// Validate applies the spec's rules, and one more: the lease duration must
+// exceed 1s plus two retry periods, so that a holder's renewals (one per
+// retry period) keep FreshFor ahead of them. Shorter leases were measured
+// to let two nodes answer for the same IP during handovers.
 func (c L2Leases) Validate() error {
 	d, r, p := c.L2AnnouncementsLeaseDuration, c.L2AnnouncementsRenewDeadline, c.L2AnnouncementsRetryPeriod
 	switch {
-	case d < time.Second:
-		return fmt.Errorf("l2-announcements-lease-duration (%s) must be at least 1s", d)
+	case d <= time.Second:
+		return fmt.Errorf("l2-announcements-lease-duration (%s) must be greater than 1s", d)
+	case c.effectiveDuration() <= LeaseTimeResolution+2*p:
+		return fmt.Errorf("l2-announcements-lease-duration (%s) must be greater than 1s plus twice l2-announcements-retry-period (%s), in whole seconds: Leases record time in whole seconds", d, p)
 	case d <= r:
 		return fmt.Errorf("l2-announcements-lease-duration (%s) must be larger than l2-announcements-renew-deadline (%s)", d, r)
 	case p < time.Nanosecond:

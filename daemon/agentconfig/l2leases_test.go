@@ -14,8 +14,9 @@ func TestL2LeasesValidate(t *testing.T) {
 	}{
 		{15 * time.Second, 5 * time.Second, 2 * time.Second, ""},
 		{3 * time.Second, time.Second, 200 * ms, ""},
-		{time.Second, 500 * ms, 100 * ms, ""},
-		{500 * ms, 200 * ms, 100 * ms, "must be at least 1s"},
+		{2 * time.Second, time.Second, 200 * ms, ""},
+		{time.Second, 500 * ms, 100 * ms, "must be greater than 1s"},
+		{1500 * ms, 500 * ms, 100 * ms, "plus twice l2-announcements-retry-period"},
 		{5 * time.Second, 5 * time.Second, time.Second, "must be larger than l2-announcements-renew-deadline"},
 		{5 * time.Second, time.Second, 900 * ms, "by at least 20%"},
 		{5 * time.Second, time.Second, 0, "retry-period (0s) must be at least 1ns"},

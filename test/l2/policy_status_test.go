@@ -44,8 +44,10 @@ func TestPolicyStatus(t *testing.T) {
 		})
 	}
 	waitCondition(metav1.ConditionTrue, tables.ReasonError, want)
-	if lease, err := s.lease("svc"); err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
-		t.Fatalf("a broken policy announced the Service: lease held by %s", *lease.Spec.HolderIdentity)
+	if lease, err := s.lease("svc"); err != nil {
+		t.Fatal(err)
+	} else if h := holderOf(lease); h != "" {
+		t.Fatalf("a broken policy announced the Service: lease held by %s", h)
 	}
 
 	s.updatePolicy(name, func(spec *v2alpha1.CiliumL2AnnouncementPolicySpec) {

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# bench-l2.sh: what `make bench-l2` prints (make runs `tools build` first).
+# Needs root: network namespaces, bpffs, eBPF.
+#
+#  (1) ARP reply latency seen from a client namespace: the eBPF responder
+#      (XDP generic and native, tcx) against the kernel answering for a
+#      configured address (bpf BenchmarkARPReply, 2000 requests per case);
+#  (2) on the test/l2 LAN (3 node namespaces, kube-apiserver):
+#      BenchmarkFailover: failover time after kill -9 of the VIP owner's
+#        agent, default (15s/5s/2s) and tuned (1s/500ms/100ms) Lease timings,
+#        20 trials each: p50, p99, min, max, double answers;
+#      BenchmarkLeaseAPILoad: Lease writes and reads on the API server for
+#        100 and 1000 announced Services, tuned (2s/1s/200ms) and default
+#        timings, and whether the agents' client-side rate limit throttles.
+#
+# Takes about 25 minutes. Knobs (environment), see test/l2/bench_test.go:
+# BENCH_L2_TRIALS (20), BENCH_L2_SERVICES (100,1000), BENCH_L2_WINDOW (30s),
+# BENCH_L2_SETTLE_TIMEOUT (5m); BENCH_L2_ARP_COUNT (2000) for (1).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+GO="${GO:-go}"
+arp_count="${BENCH_L2_ARP_COUNT:-2000}"
+
+if [[ "$(id -u)" != 0 ]]; then
+	echo "bench-l2: needs root (network namespaces, bpffs, eBPF)" >&2
+	exit 1
+fi
+
+# run prints a command, quoted for a shell, then runs it.
+run() {
+	local a line='$'
+	for a in "$@"; do
+		if [[ "${a}" =~ ^[A-Za-z0-9_./=:,+-]+$ ]]; then
+			line+=" ${a}"
+		else
+			line+=" '${a//\'/\'\\\'\'}'"
+		fi
+	done
+	echo "${line}"
+	"$@"
+}
+
+echo "== (1) ARP reply latency, eBPF responder vs kernel ($(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
+run "${GO}" test -run '^$' -bench ARPReply -benchtime "${arp_count}x" ./bpf/
+
+echo
+echo "== (2) failover and Lease API load on the test/l2 LAN ($(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
+run "${GO}" test -run '^$' -bench 'BenchmarkFailover|BenchmarkLeaseAPILoad' -benchtime 1x -timeout 90m ./test/l2/
