@@ -10,4 +10,7 @@ for pidfile in "$dir"/agent*.pid; do
 done
 sleep 1
 install/dev/cluster-down.sh "$dir"
+for bpf in "$dir"/bpf-*; do
+	mountpoint -q "$bpf" && umount "$bpf"
+done
 install/dev/demo-net.sh down

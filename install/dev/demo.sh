@@ -43,12 +43,19 @@ done
 
 step "herald-agent on each node (logs in $dir/agent-nodeN.log)"
 for n in node1 node2; do
+	# Each node gets a bpffs of its own, mounted here so that herald-dbg
+	# (run from this shell) sees the pinned maps; `ip netns exec` would hide
+	# a bpffs the agent mounted itself.
+	bpf="$PWD/$dir/bpf-$n"
+	mkdir -p "$bpf"
+	mountpoint -q "$bpf" || mount -t bpf bpf "$bpf"
 	ip netns exec "hdemo-$n" _output/bin/herald-agent \
 		--kubeconfig "$KUBECONFIG" --node-name "$n" --k8s-namespace kube-system --enable-ipv6 \
-		--enable-l2-announcements --devices eth0 \
+		--enable-l2-announcements --devices eth0 --bpf-root "$bpf" \
 		--l2-announcements-lease-duration 3s --l2-announcements-renew-deadline 1s --l2-announcements-retry-period 200ms \
 		--dbg-socket "$PWD/$dir/herald-$n.sock" >"$dir/agent-$n.log" 2>&1 &
 	echo $! >"$dir/agent-$n.pid"
+	disown
 done
 
 step "LB IPAM: pools and Services (Documentation/examples/lb-ipam)"
@@ -86,6 +93,7 @@ for n in node1 node2; do
 done
 run _output/bin/herald-dbg --socket "$dir/herald-$holder.sock" statedb l2-announce
 sleep 1
+run _output/bin/herald-dbg --socket "$dir/herald-$holder.sock" bpf responder
 run ip netns exec hdemo-client arping -I eth0 -c 3 -w 5 "$vip" || true
 
 step "Killing the agent of $holder (kill -9); the other node takes over"
