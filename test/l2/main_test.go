@@ -42,13 +42,9 @@ import (
 
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
@@ -235,7 +231,7 @@ func setup() error {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := installCRDs(ctx, filepath.Join(cluster.RepoRoot(), "install", "crds")); err != nil {
+	if err := testCluster.InstallCRDs(ctx, filepath.Join(cluster.RepoRoot(), "install", "crds")); err != nil {
 		return fmt.Errorf("installing CRDs: %w", err)
 	}
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -320,80 +316,4 @@ func stopLeftoverCluster(dir string) {
 		return
 	}
 	_ = os.RemoveAll(dir)
-}
-
-// installCRDs does what `kubectl apply -f install/crds/` does on a fresh
-// cluster, then waits until every CRD is Established and served.
-func installCRDs(ctx context.Context, dir string) error {
-	ext, err := apiextensions.NewForConfig(testCluster.RESTConfig)
-	if err != nil {
-		return err
-	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no CRDs in %s (%v)", dir, err)
-	}
-	var names []string
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		for _, doc := range splitYAML(string(b)) {
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := yaml.UnmarshalStrict([]byte(doc), &crd); err != nil {
-				return fmt.Errorf("%s: %w", f, err)
-			}
-			if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, &crd, metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("creating %s from %s: %w", crd.Name, f, err)
-			}
-			names = append(names, crd.Name)
-		}
-	}
-	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		for _, name := range names {
-			crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
-			if err != nil || !established(crd) {
-				return false, nil
-			}
-		}
-		// Established can be reported shortly before the resources are served.
-		if _, err := herald.CiliumV2alpha1().CiliumLoadBalancerIPPools().List(ctx, metav1.ListOptions{}); err != nil {
-			return false, nil
-		}
-		_, err := herald.CiliumV2alpha1().CiliumL2AnnouncementPolicies().List(ctx, metav1.ListOptions{})
-		return err == nil, nil
-	})
-}
-
-func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
-
-// splitYAML splits a multi-document YAML stream on "---" lines and drops
-// empty documents.
-func splitYAML(s string) []string {
-	var docs []string
-	var cur []string
-	flush := func() {
-		doc := strings.TrimSpace(strings.Join(cur, "\n"))
-		if doc != "" {
-			docs = append(docs, doc+"\n")
-		}
-		cur = nil
-	}
-	for _, line := range strings.Split(s, "\n") {
-		if strings.TrimRight(line, " \t\r") == "---" {
-			flush()
-			continue
-		}
-		cur = append(cur, line)
-	}
-	flush()
-	return docs
 }

@@ -42,8 +42,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -51,7 +49,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
@@ -136,7 +133,6 @@ type result struct {
 	events       int           // Events in the Services' namespace after phase B
 	rssKiB       int64
 	hwmKiB       int64
-	celStripped  bool
 	loadStart    string // /proc/loadavg: the machine may be shared
 	loadEnd      string
 	agentStarted time.Duration // from exec to holding the Lease
@@ -167,7 +163,7 @@ func run(ctx context.Context, o options, pool netip.Prefix) (err error) {
 
 	var res result
 	res.loadStart = loadAvg()
-	if res.celStripped, err = installCRDs(ctx, c, filepath.Join(root, "install", "crds")); err != nil {
+	if err = c.InstallCRDs(ctx, filepath.Join(root, "install", "crds")); err != nil {
 		return err
 	}
 	herald, err := versioned.NewForConfig(c.RESTConfig)
@@ -282,97 +278,6 @@ func run(ctx context.Context, o options, pool netip.Prefix) (err error) {
 	res.loadEnd = loadAvg()
 	printTable(o, res)
 	return nil
-}
-
-// installCRDs creates the CRDs in dir, as `kubectl apply -f` does on a fresh
-// cluster, and waits until pools can be listed. If the API server rejects a
-// CRD because a CEL rule's estimated cost exceeds its budget, the CRDs are
-// created again without their x-kubernetes-validations (reported as
-// stripped=true): a benchmark of allocation does not depend on them.
-func installCRDs(ctx context.Context, c *cluster.Cluster, dir string) (stripped bool, err error) {
-	ext, err := apiextensions.NewForConfig(c.RESTConfig)
-	if err != nil {
-		return false, err
-	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return false, fmt.Errorf("no CRDs in %s (%v)", dir, err)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return false, err
-		}
-		crd, err := decodeCRD(b, false)
-		if err != nil {
-			return false, fmt.Errorf("%s: %w", f, err)
-		}
-		_, err = ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{})
-		if err != nil && isCELCostError(err) {
-			fmt.Fprintf(os.Stderr, "bench-e2e: WARNING: %s is rejected for CEL cost (%v); creating it WITHOUT x-kubernetes-validations\n", f, err)
-			if crd, err = decodeCRD(b, true); err != nil {
-				return false, fmt.Errorf("%s: %w", f, err)
-			}
-			_, err = ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{})
-			stripped = true
-		}
-		if err != nil {
-			return stripped, fmt.Errorf("creating %s: %w", f, err)
-		}
-	}
-	herald, err := versioned.NewForConfig(c.RESTConfig)
-	if err != nil {
-		return stripped, err
-	}
-	for {
-		_, err := herald.CiliumV2alpha1().CiliumLoadBalancerIPPools().List(ctx, metav1.ListOptions{})
-		if err == nil {
-			return stripped, nil
-		}
-		select {
-		case <-ctx.Done():
-			return stripped, fmt.Errorf("CRDs not served: %w", err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-func isCELCostError(err error) bool {
-	s := strings.ToLower(err.Error())
-	return strings.Contains(s, "cost") && (strings.Contains(s, "budget") || strings.Contains(s, "exceed"))
-}
-
-func decodeCRD(b []byte, stripCEL bool) (*apiextensionsv1.CustomResourceDefinition, error) {
-	if stripCEL {
-		var m map[string]any
-		if err := yaml.Unmarshal(b, &m); err != nil {
-			return nil, err
-		}
-		var err error
-		if b, err = yaml.Marshal(stripKey(m, "x-kubernetes-validations")); err != nil {
-			return nil, err
-		}
-	}
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.UnmarshalStrict(b, &crd); err != nil {
-		return nil, err
-	}
-	return &crd, nil
-}
-
-func stripKey(v any, key string) any {
-	switch t := v.(type) {
-	case map[string]any:
-		delete(t, key)
-		for k, x := range t {
-			t[k] = stripKey(x, key)
-		}
-	case []any:
-		for i, x := range t {
-			t[i] = stripKey(x, key)
-		}
-	}
-	return v
 }
 
 func serviceName(phase string, i int) string { return fmt.Sprintf("lb-%s-%05d", phase, i) }
@@ -737,8 +642,5 @@ func printTable(o options, r result) {
 	fmt.Printf("  host: %d CPUs; load average %s at the start, %s at the end\n", runtime.NumCPU(), r.loadStart, r.loadEnd)
 	if o.agentArgs != "" {
 		fmt.Printf("  agent extra flags: %s\n", o.agentArgs)
-	}
-	if r.celStripped {
-		fmt.Println("  WARNING: the CRDs were created WITHOUT x-kubernetes-validations (CEL cost error)")
 	}
 }
