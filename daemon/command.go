@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/hive/cell"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 
 	"github.com/heraldlb/herald/daemon/agentconfig"
 )
@@ -41,6 +42,9 @@ func NewAgentCommand() *cobra.Command {
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			slog.SetDefault(log)
+			// client-go logs (leader election, throttling) through klog: send
+			// them to the same structured log.
+			klog.SetSlogLogger(log)
 			return h.Run(log)
 		},
 	}
