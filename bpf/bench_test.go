@@ -68,7 +68,7 @@ func BenchmarkARPReply(b *testing.B) {
 					r.xdpFlags = link.XDPDriverMode
 				}
 				tbd.attach(b, r)
-				if err := r.Upsert(tbd.vip, tbd.nodeIfindex, tbd.nodeMAC); err != nil {
+				if _, err := r.Upsert(tbd.vip, tbd.nodeIfindex, tbd.nodeMAC); err != nil {
 					b.Fatal(err)
 				}
 				if err := r.Heartbeat(time.Hour); err != nil {

@@ -111,7 +111,7 @@ func TestProgram(t *testing.T) {
 				return v.ResponsesSent
 			}
 
-			if err := r.Upsert(vipIP, testRunIfindex, answerAs); err != nil {
+			if _, err := r.Upsert(vipIP, testRunIfindex, answerAs); err != nil {
 				t.Fatal(err)
 			}
 			expectPass("no heartbeat yet", request(vipIP))
@@ -170,7 +170,7 @@ func BenchmarkProgram(b *testing.B) {
 	ipv4 = append(ipv4, make([]byte, 1486)...)
 	for _, mode := range []Mode{ModeXDP, ModeTCX} {
 		r := loadT(b, mode, "")
-		if err := r.Upsert(vipIP, testRunIfindex, answerAs); err != nil {
+		if _, err := r.Upsert(vipIP, testRunIfindex, answerAs); err != nil {
 			b.Fatal(err)
 		}
 		if err := r.Heartbeat(time.Hour); err != nil {

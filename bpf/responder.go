@@ -349,22 +349,23 @@ func makeKey(ip netip.Addr, ifindex int) (l2responderL2ResponderKey, error) {
 }
 
 // Upsert makes the responder answer ARP requests for ip arriving on ifindex
-// with mac. An existing entry keeps its responses_sent counter (a reply sent
-// while the entry is rewritten may go uncounted).
-func (r *Responder) Upsert(ip netip.Addr, ifindex int, mac net.HardwareAddr) error {
+// with mac, and reports whether the entry is new. An existing entry keeps its
+// responses_sent counter (a reply sent while the entry is rewritten may go
+// uncounted).
+func (r *Responder) Upsert(ip netip.Addr, ifindex int, mac net.HardwareAddr) (created bool, err error) {
 	key, err := makeKey(ip, ifindex)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if len(mac) != 6 {
-		return fmt.Errorf("bpf: %q is not an Ethernet MAC address", mac)
+		return false, fmt.Errorf("bpf: %q is not an Ethernet MAC address", mac)
 	}
 	var want [6]uint8
 	copy(want[:], mac)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return errClosed
+		return false, errClosed
 	}
 
 	for range 3 {
@@ -373,7 +374,7 @@ func (r *Responder) Upsert(ip netip.Addr, ifindex int, mac net.HardwareAddr) err
 		switch {
 		case err == nil:
 			if cur.Mac == want {
-				return nil
+				return false, nil
 			}
 			cur.Mac = want
 			err = r.v4.Update(&key, &cur, ebpf.UpdateExist)
@@ -385,13 +386,14 @@ func (r *Responder) Upsert(ip netip.Addr, ifindex int, mac net.HardwareAddr) err
 			if errors.Is(err, ebpf.ErrKeyExist) {
 				continue // created meanwhile
 			}
+			created = err == nil
 		}
 		if err != nil {
-			return fmt.Errorf("bpf: upserting %v on ifindex %d: %w", ip, ifindex, err)
+			return false, fmt.Errorf("bpf: upserting %v on ifindex %d: %w", ip, ifindex, err)
 		}
-		return nil
+		return created, nil
 	}
-	return fmt.Errorf("bpf: upserting %v on ifindex %d: concurrent modification", ip, ifindex)
+	return false, fmt.Errorf("bpf: upserting %v on ifindex %d: concurrent modification", ip, ifindex)
 }
 
 // Delete stops the responder answering for ip on ifindex. Deleting a missing

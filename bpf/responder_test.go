@@ -132,7 +132,7 @@ func testResponderARP(t *testing.T, tbd *testbed, r *Responder) {
 	}
 
 	// An entry, but no heartbeat yet: the agent is not known to be alive.
-	if err := r.Upsert(tbd.vip, ifindex, tbd.nodeMAC); err != nil {
+	if _, err := r.Upsert(tbd.vip, ifindex, tbd.nodeMAC); err != nil {
 		t.Fatal(err)
 	}
 	expectNoReply(tbd.vip)
@@ -149,7 +149,7 @@ func testResponderARP(t *testing.T, tbd *testbed, r *Responder) {
 	expectNoReply(tbd.otherIP)
 	expectReply(tbd.nodeIP, tbd.nodeMAC)
 	// An entry for another interface does not answer on this one.
-	if err := r.Upsert(tbd.otherIP, ifindex+1000, tbd.nodeMAC); err != nil {
+	if _, err := r.Upsert(tbd.otherIP, ifindex+1000, tbd.nodeMAC); err != nil {
 		t.Fatal(err)
 	}
 	expectNoReply(tbd.otherIP)
@@ -191,7 +191,7 @@ func testResponderARP(t *testing.T, tbd *testbed, r *Responder) {
 
 	// A new MAC for an existing entry keeps its counter.
 	otherMAC := net.HardwareAddr{0x02, 0, 0x5e, 0x10, 0, 0x01}
-	if err := r.Upsert(tbd.vip, ifindex, otherMAC); err != nil {
+	if _, err := r.Upsert(tbd.vip, ifindex, otherMAC); err != nil {
 		t.Fatal(err)
 	}
 	expectSent(2)
@@ -205,7 +205,7 @@ func testResponderARP(t *testing.T, tbd *testbed, r *Responder) {
 	expectNoReply(tbd.vip)
 
 	// Detached: silent, although the entry is back.
-	if err := r.Upsert(tbd.vip, ifindex, tbd.nodeMAC); err != nil {
+	if _, err := r.Upsert(tbd.vip, ifindex, tbd.nodeMAC); err != nil {
 		t.Fatal(err)
 	}
 	expectReply(tbd.vip, tbd.nodeMAC)
@@ -252,19 +252,19 @@ func TestMaps(t *testing.T) {
 		{a, 1, net.HardwareAddr{1, 2, 3}},
 		{a, 1, nil},
 	} {
-		if err := r.Upsert(tc.ip, tc.ifindex, tc.mac); err == nil {
+		if _, err := r.Upsert(tc.ip, tc.ifindex, tc.mac); err == nil {
 			t.Errorf("Upsert(%v, %d, %v) succeeded", tc.ip, tc.ifindex, tc.mac)
 		}
 	}
 
 	// 4in6 is accepted as IPv4.
-	if err := r.Upsert(netip.AddrFrom16(a.As16()), 7, mac); err != nil {
+	if _, err := r.Upsert(netip.AddrFrom16(a.As16()), 7, mac); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Upsert(b, 7, mac); err != nil {
-		t.Fatal(err)
+	if created, err := r.Upsert(b, 7, mac); err != nil || !created {
+		t.Fatalf("new entry: created=%v err=%v", created, err)
 	}
-	if err := r.Upsert(a, 3, mac2); err != nil {
+	if _, err := r.Upsert(a, 3, mac2); err != nil {
 		t.Fatal(err)
 	}
 
@@ -284,11 +284,11 @@ func TestMaps(t *testing.T) {
 	if err := r.v4.Update(&key, &v, ebpf.UpdateExist); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Upsert(a, 7, mac2); err != nil {
-		t.Fatal(err)
+	if created, err := r.Upsert(a, 7, mac2); err != nil || created {
+		t.Fatalf("MAC rewrite: created=%v err=%v", created, err)
 	}
-	if err := r.Upsert(a, 7, mac2); err != nil { // no-op
-		t.Fatal(err)
+	if created, err := r.Upsert(a, 7, mac2); err != nil || created { // no-op
+		t.Fatalf("no-op: created=%v err=%v", created, err)
 	}
 
 	entries, err := r.Entries()
@@ -347,7 +347,7 @@ func TestMaps(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if err := r.Upsert(b, 7, mac); !errors.Is(err, errClosed) {
+	if _, err := r.Upsert(b, 7, mac); !errors.Is(err, errClosed) {
 		t.Fatalf("Upsert after Close: %v", err)
 	}
 	if _, err := r.Entries(); !errors.Is(err, errClosed) {
@@ -394,7 +394,7 @@ func TestPinnedMapsSurviveReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r1.Upsert(ip, 5, mac); err != nil {
+	if _, err := r1.Upsert(ip, 5, mac); err != nil {
 		t.Fatal(err)
 	}
 	key, _ := makeKey(ip, 5)
@@ -445,7 +445,7 @@ func TestPinnedMapsSurviveReload(t *testing.T) {
 	if entries, err := r3.Entries(); err != nil || len(entries) != 0 {
 		t.Fatalf("entries after replacing an incompatible map: %v, %v", entries, err)
 	}
-	if err := r3.Upsert(ip, 5, mac); err != nil {
+	if _, err := r3.Upsert(ip, 5, mac); err != nil {
 		t.Fatal(err)
 	}
 	pinned, err := ebpf.LoadPinnedMap(path, nil)

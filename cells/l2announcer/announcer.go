@@ -2,6 +2,7 @@ package l2announcer
 
 import (
 	"context"
+	"iter"
 	"log/slog"
 	"slices"
 	"strings"
@@ -83,17 +84,29 @@ func (a *announcer) run(ctx context.Context, health cell.Health) error {
 	freshness := time.NewTicker(a.Leases.L2AnnouncementsRetryPeriod)
 	defer freshness.Stop()
 	health.OK("announcing")
+	var (
+		sel                                     selection
+		svcWatch, polWatch, devWatch, nodeWatch <-chan struct{}
+	)
 	for {
-		txn := a.DB.ReadTxn()
-		svcs, svcWatch := a.Services.AllWatch(txn)
-		pols, polWatch := a.Policies.AllWatch(txn)
-		devs, devWatch := a.Devices.AllWatch(txn)
-		node, _, nodeWatch, _ := a.Nodes.GetWatch(txn, tables.NodeNameIndex.Query(a.node))
-		var nodeLabels map[string]string
-		if node != nil {
-			nodeLabels = node.Labels
+		// The selection only changes with the tables; a freshness tick or a
+		// Lease changing hands just re-syncs what is announced.
+		if sel == nil || closed(svcWatch, polWatch, devWatch, nodeWatch) {
+			txn := a.DB.ReadTxn()
+			var svcs iter.Seq2[*tables.Service, statedb.Revision]
+			var pols iter.Seq2[*tables.L2Policy, statedb.Revision]
+			var devs iter.Seq2[*tables.Device, statedb.Revision]
+			svcs, svcWatch = a.Services.AllWatch(txn)
+			pols, polWatch = a.Policies.AllWatch(txn)
+			devs, devWatch = a.Devices.AllWatch(txn)
+			var node *tables.Node
+			node, _, nodeWatch, _ = a.Nodes.GetWatch(txn, tables.NodeNameIndex.Query(a.node))
+			var nodeLabels map[string]string
+			if node != nil {
+				nodeLabels = node.Labels
+			}
+			sel = selectAnnouncements(statedb.Collect(svcs), statedb.Collect(pols), nodeLabels, statedb.Collect(devs))
 		}
-		sel := selectAnnouncements(statedb.Collect(svcs), statedb.Collect(pols), nodeLabels, statedb.Collect(devs))
 
 		var leaving []*campaign
 		for lease, c := range campaigns {
@@ -253,3 +266,15 @@ func (a *announcer) recordAnnounced(g *group) {
 // EventAnnounced is the reason of the Event recorded on a Service when a
 // node starts answering for its IPs.
 const EventAnnounced = "L2Announced"
+
+// closed reports whether any of the watch channels has fired.
+func closed(watches ...<-chan struct{}) bool {
+	for _, w := range watches {
+		select {
+		case <-w:
+			return true
+		default:
+		}
+	}
+	return false
+}

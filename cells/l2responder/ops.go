@@ -23,15 +23,12 @@ type mapOps struct {
 // took the IP over: it announces itself with a gratuitous ARP so neighbours
 // update their caches at once instead of when their entries expire.
 func (o *mapOps) Update(_ context.Context, _ statedb.ReadTxn, _ statedb.Revision, e *tables.L2AnnounceEntry) error {
-	existed, err := o.inMap(e.IP, e.Ifindex)
+	mac := e.HardwareAddr()
+	created, err := o.h.get().Upsert(e.IP, e.Ifindex, mac)
 	if err != nil {
 		return err
 	}
-	mac := e.HardwareAddr()
-	if err := o.h.get().Upsert(e.IP, e.Ifindex, mac); err != nil {
-		return err
-	}
-	if !existed {
+	if created {
 		if err := o.garp(e.Ifindex, e.IP, mac); err != nil {
 			// The entry answers requests anyway; only the shortcut failed.
 			o.log.Warn("Gratuitous ARP failed", "ip", e.IP, "interface", e.NetworkInterface, "error", err)
@@ -40,19 +37,6 @@ func (o *mapOps) Update(_ context.Context, _ statedb.ReadTxn, _ statedb.Revision
 		}
 	}
 	return nil
-}
-
-func (o *mapOps) inMap(ip netip.Addr, ifindex int) (bool, error) {
-	entries, err := o.h.get().Entries()
-	if err != nil {
-		return false, err
-	}
-	for _, m := range entries {
-		if m.IP == ip && m.Ifindex == ifindex {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 func (o *mapOps) Delete(_ context.Context, _ statedb.ReadTxn, _ statedb.Revision, e *tables.L2AnnounceEntry) error {
