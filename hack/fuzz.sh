@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${1:-10s}
 # Find "func FuzzXxx(" in _test.go files; run each target on its own.
-grep -rl --include='*_test.go' '^func Fuzz' cells tables daemon cmd api 2>/dev/null | while read -r file; do
+grep -rl --include='*_test.go' '^func Fuzz' cells tables daemon cmd api hack 2>/dev/null | while read -r file; do
   pkg=./$(dirname "$file")
   for target in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | sed 's/^func //'); do
     echo "fuzz: $pkg $target for $fuzztime"

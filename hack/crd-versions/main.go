@@ -25,8 +25,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// strictSelectors lists the CRDs whose label selectors get the
-// matchExpressions rules. CiliumL2AnnouncementPolicy is left out on
+// strictSelectors lists the CRDs whose label selectors get the rules of
+// selector.go (operators, values, label keys and values). The agent also
+// reports a bad pool selector (io.cilium/bad-service-selector), for pools
+// stored before these rules existed. CiliumL2AnnouncementPolicy is left out on
 // purpose: its spec reports a bad selector in the policy's status
 // (io.cilium/bad-service-selector) instead of rejecting it.
 var strictSelectors = map[string]bool{

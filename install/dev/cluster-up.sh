@@ -10,18 +10,27 @@
 #   HERALD_ETCD_PORT          etcd client port on 127.0.0.1 (2379); the peer
 #                             port is HERALD_ETCD_PORT+1
 #   HERALD_CLUSTER_TIMEOUT    seconds to wait for readiness (60)
+#   HERALD_KUBE_VERSION       which kube-apiserver to run: one of the versions
+#                             in kube-versions.sh, the current one (v1.34.2) or
+#                             the oldest supported one (v1.31.14); default the
+#                             current one
 #   HERALD_CACHE              where ensure-tools.sh put kube-apiserver
 #                             ($HOME/.cache/herald)
 # Idempotent: exits 0 when DIR already holds a running cluster.
 set -euo pipefail
 
-KUBE_VERSION=v1.34.2
+# shellcheck source=kube-versions.sh
+source "$(dirname "${BASH_SOURCE[0]}")/kube-versions.sh"
 
 usage() { echo "usage: $0 DIR" >&2; exit 2; }
 [[ $# -eq 1 && -n "$1" ]] || usage
 
 log() { echo "cluster-up: $*"; }
 die() { echo "cluster-up: ERROR: $*" >&2; exit 1; }
+
+version="${HERALD_KUBE_VERSION:-$KUBE_VERSION}"
+[[ -n "${KUBE_TOOLS[$version]:-}" ]] ||
+	die "HERALD_KUBE_VERSION=${version} is not one ensure-tools.sh builds (${!KUBE_TOOLS[*]})"
 
 mkdir -p "$1"
 dir="$(cd "$1" && pwd)"
@@ -36,7 +45,7 @@ valid_port HERALD_APISERVER_PORT "$port"
 valid_port HERALD_ETCD_PORT "$etcd_port"
 etcd_peer_port=$((etcd_port + 1))
 valid_port "HERALD_ETCD_PORT+1 (etcd peer port)" "$etcd_peer_port"
-apiserver_bin="${cache}/kube-apiserver-${KUBE_VERSION}"
+apiserver_bin="${cache}/kube-apiserver-${version}"
 etcd_bin="$(command -v etcd || true)"
 
 # URL host part (brackets for IPv6).
@@ -56,6 +65,9 @@ alive() {
 }
 
 if alive etcd && alive kube-apiserver; then
+	running="$(tr '\0' '\n' 2>/dev/null <"/proc/$(<"${dir}/kube-apiserver.pid")/cmdline" | head -n1)"
+	[[ "${running##*/}" == "kube-apiserver-${version}" ]] ||
+		die "cluster in ${dir} runs ${running##*/}, not ${version}; run install/dev/cluster-down.sh ${dir} first"
 	log "cluster in ${dir} is already running (etcd pid $(<"${dir}/etcd.pid"), kube-apiserver pid $(<"${dir}/kube-apiserver.pid"))"
 	echo "export KUBECONFIG=${kubeconfig}"
 	exit 0
@@ -163,7 +175,7 @@ wait_for etcd etcd_healthy
 # advertise address into --cert-dir when none is there; start from a fresh
 # one so the certificate always matches the current address.
 rm -f "${dir}/certs/apiserver.crt" "${dir}/certs/apiserver.key"
-log "starting kube-apiserver on ${server}"
+log "starting kube-apiserver ${version} on ${server}"
 launch kube-apiserver "$apiserver_bin" \
 	--etcd-servers="${etcd_url}" \
 	--bind-address="${addr}" \

@@ -3,19 +3,17 @@
 #   - Debian packages: etcd-server (/usr/bin/etcd), iproute2, openssl, curl, jq;
 #     for the eBPF datapath (bpf/): clang, llvm, libbpf-dev (to regenerate the
 #     BPF objects), iputils-arping, tcpdump, bpftool (to test and inspect it)
-#   - kube-apiserver v1.34.2, built from install/dev/tools into
-#     ${HERALD_CACHE:-$HOME/.cache/herald}/kube-apiserver-v1.34.2
+#   - kube-apiserver, the current version (v1.34.2, built from install/dev/tools)
+#     and the oldest supported one (v1.31.14, from install/dev/tools-v1.31),
+#     into ${HERALD_CACHE:-$HOME/.cache/herald}/kube-apiserver-<version>;
+#     the versions are in kube-versions.sh
 # Idempotent; does nothing slow when everything is already there.
 set -euo pipefail
 
-KUBE_VERSION=v1.34.2
-KUBE_MAJOR=1
-KUBE_MINOR=34
-
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-tools_dir="${here}/tools"
+# shellcheck source=kube-versions.sh
+source "${here}/kube-versions.sh"
 cache="${HERALD_CACHE:-${HOME}/.cache/herald}"
-apiserver="${cache}/kube-apiserver-${KUBE_VERSION}"
 
 log() { echo "ensure-tools: $*"; }
 die() { echo "ensure-tools: ERROR: $*" >&2; exit 1; }
@@ -88,32 +86,48 @@ fi
 [[ -x /usr/bin/etcd ]] || die "/usr/bin/etcd missing after installing etcd-server"
 
 # ---------------------------------------------------------------------------
-# kube-apiserver
+# kube-apiserver: the current version and the oldest supported one
 # ---------------------------------------------------------------------------
-if [[ -x "$apiserver" ]]; then
-	log "kube-apiserver ok (${apiserver})"
-	exit 0
-fi
+# build_apiserver VERSION: builds kube-apiserver VERSION from its tools module
+# (KUBE_TOOLS) into the cache, unless it is there already.
+build_apiserver() {
+	local version="$1"
+	local apiserver="${cache}/kube-apiserver-${version}"
+	local tools_dir="${here}/${KUBE_TOOLS[$version]:-}"
+	if [[ -x "$apiserver" ]]; then
+		log "kube-apiserver ok (${apiserver})"
+		return
+	fi
 
-command -v go >/dev/null || die "go not found in PATH (needed to build kube-apiserver)"
-mkdir -p "$cache"
-tmp="$(mktemp "${apiserver}.tmp.XXXXXX")"
-trap 'rm -f "$tmp"' EXIT
+	[[ "$version" =~ ^v([0-9]+)\.([0-9]+)\.[0-9]+$ ]] || die "bad Kubernetes version ${version} in kube-versions.sh"
+	local major="${BASH_REMATCH[1]}" minor="${BASH_REMATCH[2]}"
+	# A tools module that pins another version would build the wrong
+	# binary under this name.
+	grep -qxF "require k8s.io/kubernetes ${version}" "${tools_dir}/go.mod" 2>/dev/null ||
+		die "${tools_dir}/go.mod does not require k8s.io/kubernetes ${version} (see KUBE_TOOLS in kube-versions.sh)"
+	command -v go >/dev/null || die "go not found in PATH (needed to build kube-apiserver)"
+	mkdir -p "$cache"
+	tmp="$(mktemp "${apiserver}.tmp.XXXXXX")"
+	trap 'rm -f "$tmp"' EXIT
 
-log "building kube-apiserver ${KUBE_VERSION} (takes several minutes on a cold cache) ..."
-start=$SECONDS
-# GONOSUMDB=k8s.io: the checksum database does not answer for some k8s.io
-# modules; go.sum in install/dev/tools pins them instead. Scoped to this build.
-# GOWORK=off: never let a go.work in the tree pull this module into the
-# project's build (or vice versa).
-(
-	cd "$tools_dir"
-	GOWORK=off GONOSUMDB=k8s.io go build \
-		-mod=readonly -buildvcs=false -trimpath \
-		-ldflags "-X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=${KUBE_MAJOR} -X k8s.io/component-base/version.gitMinor=${KUBE_MINOR}" \
-		-o "$tmp" k8s.io/kubernetes/cmd/kube-apiserver
-)
-chmod 755 "$tmp"
-mv -f "$tmp" "$apiserver"
-trap - EXIT
-log "kube-apiserver built in $((SECONDS - start))s (${apiserver})"
+	log "building kube-apiserver ${version} from ${tools_dir#"${here}/"} (takes several minutes on a cold cache) ..."
+	local start=$SECONDS
+	# GONOSUMDB=k8s.io: the checksum database does not answer for some k8s.io
+	# modules; go.sum in the tools module pins them instead. Scoped to this
+	# build. GOWORK=off: never let a go.work in the tree pull this module
+	# into the project's build (or vice versa).
+	(
+		cd "$tools_dir"
+		GOWORK=off GONOSUMDB=k8s.io go build \
+			-mod=readonly -buildvcs=false -trimpath \
+			-ldflags "-X k8s.io/component-base/version.gitVersion=${version} -X k8s.io/component-base/version.gitMajor=${major} -X k8s.io/component-base/version.gitMinor=${minor}" \
+			-o "$tmp" k8s.io/kubernetes/cmd/kube-apiserver
+	)
+	chmod 755 "$tmp"
+	mv -f "$tmp" "$apiserver"
+	trap - EXIT
+	log "kube-apiserver ${version} built in $((SECONDS - start))s (${apiserver})"
+}
+
+build_apiserver "$KUBE_VERSION"
+build_apiserver "$KUBE_OLDEST_VERSION"

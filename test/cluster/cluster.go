@@ -18,7 +18,9 @@
 //	}
 //
 // The binaries come from `make tools` (install/dev/ensure-tools.sh):
-// /usr/bin/etcd and ${HERALD_CACHE:-$HOME/.cache/herald}/kube-apiserver-v1.34.2.
+// /usr/bin/etcd and ${HERALD_CACHE:-$HOME/.cache/herald}/kube-apiserver-<version>
+// for KubeVersion and OldestKubeVersion. HERALD_KUBE_VERSION=v1.31.14 runs a
+// whole test package against the oldest supported Kubernetes.
 package cluster
 
 import (
@@ -42,8 +44,19 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// KubeVersion is the kube-apiserver version ensure-tools.sh builds.
-const KubeVersion = "v1.34.2"
+// The kube-apiserver versions ensure-tools.sh builds; they must match
+// install/dev/kube-versions.sh (TestVersionsMatchScripts).
+const (
+	// KubeVersion is the current version, the one clusters run by default.
+	KubeVersion = "v1.34.2"
+	// OldestKubeVersion is the oldest Kubernetes Herald supports
+	// (Documentation/install.md). Tests run against it when
+	// Options.KubeVersion or $HERALD_KUBE_VERSION asks for it.
+	OldestKubeVersion = "v1.31.14"
+)
+
+// Versions are the kube-apiserver versions Start can run.
+var Versions = []string{KubeVersion, OldestKubeVersion}
 
 const modulePath = "github.com/heraldlb/herald"
 
@@ -59,6 +72,8 @@ type Cluster struct {
 	RESTConfig *rest.Config
 	// Client is a clientset built from RESTConfig.
 	Client kubernetes.Interface
+	// KubeVersion is the version of the running kube-apiserver.
+	KubeVersion string
 
 	root     string
 	stopOnce sync.Once
@@ -69,6 +84,32 @@ type Options struct {
 	// Addr is the address kube-apiserver binds to and advertises
 	// (default 127.0.0.1). etcd always listens on 127.0.0.1.
 	Addr string
+	// KubeVersion is the kube-apiserver version to run, one of Versions.
+	// Empty means $HERALD_KUBE_VERSION, or KubeVersion when that is unset
+	// too: the environment lets a whole test package run against another
+	// version without changing its code.
+	KubeVersion string
+}
+
+// EnvKubeVersion is the environment variable Start reads when
+// Options.KubeVersion is empty. install/dev/cluster-up.sh reads it too.
+const EnvKubeVersion = "HERALD_KUBE_VERSION"
+
+// kubeVersion resolves the version Start runs from opts and the environment.
+func kubeVersion(opts Options) (string, error) {
+	v, from := opts.KubeVersion, "Options.KubeVersion"
+	if v == "" {
+		v, from = os.Getenv(EnvKubeVersion), EnvKubeVersion
+	}
+	if v == "" {
+		return KubeVersion, nil
+	}
+	for _, known := range Versions {
+		if v == known {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("cluster: %s=%q: not a version ensure-tools.sh builds (%s)", from, v, strings.Join(Versions, ", "))
 }
 
 // Start brings up a fresh etcd + kube-apiserver in a new temporary directory,
@@ -80,7 +121,11 @@ func Start(opts Options) (*Cluster, error) {
 	if addr == "" {
 		addr = "127.0.0.1"
 	}
-	if err := checkTools(); err != nil {
+	version, err := kubeVersion(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTools(version); err != nil {
 		return nil, err
 	}
 	root := RepoRoot()
@@ -93,7 +138,7 @@ func Start(opts Options) (*Cluster, error) {
 	// bind them; cluster-up.sh then fails fast, and we try again.
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		c, err := start(root, up, addr)
+		c, err := start(root, up, addr, version)
 		if err == nil {
 			return c, nil
 		}
@@ -107,7 +152,7 @@ func Start(opts Options) (*Cluster, error) {
 
 var errPortRace = errors.New("port in use")
 
-func start(root, up, addr string) (*Cluster, error) {
+func start(root, up, addr, version string) (*Cluster, error) {
 	apiPort, etcdPort, err := freePorts(addr)
 	if err != nil {
 		return nil, err
@@ -116,7 +161,7 @@ func start(root, up, addr string) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	c := &Cluster{Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), root: root}
+	c := &Cluster{Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), KubeVersion: version, root: root}
 
 	cmd := exec.Command(up, dir)
 	cmd.Dir = root
@@ -124,6 +169,7 @@ func start(root, up, addr string) (*Cluster, error) {
 		"HERALD_APISERVER_ADDR="+addr,
 		"HERALD_APISERVER_PORT="+strconv.Itoa(apiPort),
 		"HERALD_ETCD_PORT="+strconv.Itoa(etcdPort),
+		EnvKubeVersion+"="+version,
 	)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -222,18 +268,19 @@ func moduleOf(path string) string {
 	return ""
 }
 
-// ApiserverPath is where ensure-tools.sh puts kube-apiserver.
-func ApiserverPath() string {
+// ApiserverPath is where ensure-tools.sh puts kube-apiserver of the given
+// version.
+func ApiserverPath(version string) string {
 	cache := os.Getenv("HERALD_CACHE")
 	if cache == "" {
 		home, _ := os.UserHomeDir()
 		cache = filepath.Join(home, ".cache", "herald")
 	}
-	return filepath.Join(cache, "kube-apiserver-"+KubeVersion)
+	return filepath.Join(cache, "kube-apiserver-"+version)
 }
 
-func checkTools() error {
-	if p := ApiserverPath(); !isExecutable(p) {
+func checkTools(version string) error {
+	if p := ApiserverPath(version); !isExecutable(p) {
 		return fmt.Errorf("cluster: %s is missing: run make tools (install/dev/ensure-tools.sh)", p)
 	}
 	if _, err := exec.LookPath("etcd"); err != nil {

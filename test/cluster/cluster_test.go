@@ -94,8 +94,8 @@ func TestLoadBalancerService(t *testing.T) {
 	}
 	if v, err := client.Discovery().ServerVersion(); err != nil {
 		t.Errorf("server version: %v", err)
-	} else if v.GitVersion != KubeVersion {
-		t.Errorf("server version = %q, want %q", v.GitVersion, KubeVersion)
+	} else if v.GitVersion != testCluster.KubeVersion {
+		t.Errorf("server version = %q, want %q", v.GitVersion, testCluster.KubeVersion)
 	}
 }
 

@@ -2,6 +2,7 @@ package crdvalidation
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -23,11 +24,51 @@ func rng(start, stop string) block { return block{Start: start, Stop: stop} }
 func blocks(bs ...block) spec      { return spec{Blocks: bs} }
 
 func selector(op metav1.LabelSelectorOperator, values ...string) spec {
+	return matchExpression("color", op, values...)
+}
+
+func matchExpression(key string, op metav1.LabelSelectorOperator, values ...string) spec {
+	return matchExpressions(metav1.LabelSelectorRequirement{Key: key, Operator: op, Values: values})
+}
+
+func matchExpressions(reqs ...metav1.LabelSelectorRequirement) spec {
 	s := blocks(cidr("20.0.10.0/24"))
-	s.ServiceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-		{Key: "color", Operator: op, Values: values},
-	}}
+	s.ServiceSelector = &metav1.LabelSelector{MatchExpressions: reqs}
 	return s
+}
+
+func matchLabels(labels map[string]string) spec {
+	s := blocks(cidr("20.0.10.0/24"))
+	s.ServiceSelector = &metav1.LabelSelector{MatchLabels: labels}
+	return s
+}
+
+// Label keys and values at and just past Kubernetes' limits: a key's prefix
+// (a DNS subdomain) at most 253 characters, its name and a value at most 63.
+var (
+	longestPrefix = strings.Repeat(strings.Repeat("p", 62)+".", 4) + "p"
+	longestName   = strings.Repeat("n", 63)
+	longestKey    = longestPrefix + "/" + longestName
+	longestValue  = strings.Repeat("v", 63)
+	value300      = strings.Repeat("v", 300)
+)
+
+// manyRequirements returns n valid matchExpressions.
+func manyRequirements(n int) []metav1.LabelSelectorRequirement {
+	reqs := make([]metav1.LabelSelectorRequirement, n)
+	for i := range reqs {
+		reqs[i] = metav1.LabelSelectorRequirement{Key: fmt.Sprintf("key-%d", i), Operator: metav1.LabelSelectorOpExists}
+	}
+	return reqs
+}
+
+// manyLabels returns n valid matchLabels.
+func manyLabels(n int) map[string]string {
+	m := make(map[string]string, n)
+	for i := range n {
+		m[fmt.Sprintf("key-%d", i)] = "v"
+	}
+	return m
 }
 
 // bluePool is the spec's first example (see the "Pools" section).
@@ -50,12 +91,25 @@ var acceptedCases = []struct {
 	{"range-ipv6", blocks(rng("2001:db8::1", "2001:db8::5"))},
 	{"range-ipv6-bit-15", blocks(rng("2001:db8::7fff", "2001:db8::8000"))},
 	{"cidr-host-bits-set", blocks(cidr("10.0.10.1/24"))},
+	// A start after its stop is no schema error: the agent reports the
+	// block on the pool (io.cilium/bad-blocks) and allocates nothing from it.
+	{"range-reversed", blocks(rng("20.0.20.200", "20.0.20.100"))},
+	{"range-reversed-first-bit", blocks(rng("128.0.0.0", "127.255.255.255"))},
+	{"range-reversed-ipv6", blocks(rng("2001:db8::5", "2001:db8::1"))},
+	{"range-reversed-ipv6-bit-15", blocks(rng("2001:db8::8000", "2001:db8::7fff"))},
+	{"range-reversed-second-block", blocks(cidr("10.0.10.0/24"), rng("1.2.3.9", "1.2.3.1"))},
 	{"selector-in", selector(metav1.LabelSelectorOpIn, "blue", "cyan")},
 	{"selector-exists", selector(metav1.LabelSelectorOpExists)},
 	{"selector-match-labels", spec{
 		Blocks:          []block{cidr("20.0.10.0/24")},
 		ServiceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"io.kubernetes.service.namespace": "tenant-a"}},
 	}},
+	{"selector-labels-at-limits", matchLabels(map[string]string{
+		longestKey: longestValue, "example.com/tier": "", "io.kubernetes.service.name": "My_svc.1",
+	})},
+	{"selector-expression-at-limits", matchExpression(longestKey, metav1.LabelSelectorOpIn, longestValue, "", "A-b_c.9")},
+	{"selector-64-expressions", matchExpressions(manyRequirements(64)...)},
+	{"selector-64-labels", matchLabels(manyLabels(64))},
 	{"disabled-no-first-last", spec{
 		Blocks:            []block{cidr("20.0.10.0/24")},
 		AllowFirstLastIPs: v2alpha1.AllowFirstLastIPNo,
@@ -102,16 +156,6 @@ var rejectedCases = []struct {
 		[]string{"spec.blocks[0].start", "start must be a valid IPv4 or IPv6 address"}},
 	{"stop-not-an-ip", blocks(rng("20.0.20.1", "20.0.20.x")),
 		[]string{"spec.blocks[0].stop", "stop must be a valid IPv4 or IPv6 address"}},
-	{"range-reversed", blocks(rng("20.0.20.200", "20.0.20.100")),
-		[]string{"spec.blocks[0]", "start must not be after stop"}},
-	{"range-reversed-first-bit", blocks(rng("128.0.0.0", "127.255.255.255")),
-		[]string{"spec.blocks[0]", "start must not be after stop"}},
-	{"range-reversed-ipv6", blocks(rng("2001:db8::5", "2001:db8::1")),
-		[]string{"spec.blocks[0]", "start must not be after stop"}},
-	{"range-reversed-ipv6-bit-15", blocks(rng("2001:db8::8000", "2001:db8::7fff")),
-		[]string{"spec.blocks[0]", "start must not be after stop"}},
-	{"range-reversed-second-block", blocks(cidr("10.0.10.0/24"), rng("1.2.3.9", "1.2.3.1")),
-		[]string{"spec.blocks[1]", "start must not be after stop"}},
 	{"range-mixed-families", blocks(rng("20.0.20.100", "2001:db8::1")),
 		[]string{"spec.blocks[0]", "start and stop must be of the same IP family"}},
 	{"cidr-and-start", blocks(block{Cidr: "10.0.10.0/24", Start: "10.0.10.1"}),
@@ -132,6 +176,49 @@ var rejectedCases = []struct {
 		[]string{"spec.serviceSelector.matchExpressions[0]", "values must be empty when operator is Exists or DoesNotExist"}},
 	{"selector-bad-operator", selector("Equals", "blue"),
 		[]string{"spec.serviceSelector.matchExpressions[0].operator", `Unsupported value: "Equals"`}},
+
+	// Label keys: CEL rules; matchLabels reports on the whole map (a map key
+	// has no field path of its own), matchExpressions on each key.
+	{"labels-bad-key", matchLabels(map[string]string{"bad key!": "x"}),
+		[]string{"spec.serviceSelector.matchLabels", "matchLabels keys must be valid label keys"}},
+	{"labels-key-name-too-long", matchLabels(map[string]string{longestName + "n": "x"}),
+		[]string{"spec.serviceSelector.matchLabels", "matchLabels keys must be valid label keys"}},
+	{"labels-key-prefix-too-long", matchLabels(map[string]string{"p" + longestPrefix + "/n": "x"}),
+		[]string{"spec.serviceSelector.matchLabels", "matchLabels keys must be valid label keys"}},
+	{"labels-key-uppercase-prefix", matchLabels(map[string]string{"Example.com/tier": "x"}),
+		[]string{"spec.serviceSelector.matchLabels", "matchLabels keys must be valid label keys"}},
+	{"labels-key-empty-prefix", matchLabels(map[string]string{"/tier": "x"}),
+		[]string{"spec.serviceSelector.matchLabels", "matchLabels keys must be valid label keys"}},
+	{"expression-bad-key", matchExpression("bad key!", metav1.LabelSelectorOpExists),
+		[]string{"spec.serviceSelector.matchExpressions[0].key", "key must be a valid label key"}},
+	{"expression-key-two-slashes", matchExpression("example.com/a/b", metav1.LabelSelectorOpExists),
+		[]string{"spec.serviceSelector.matchExpressions[0].key", "key must be a valid label key"}},
+	{"expression-key-name-too-long", matchExpression("example.com/"+longestName+"n", metav1.LabelSelectorOpExists),
+		[]string{"spec.serviceSelector.matchExpressions[0].key", "key must be a valid label key"}},
+	{"expression-key-prefix-too-long", matchExpression("p"+longestPrefix+"/n", metav1.LabelSelectorOpExists),
+		[]string{"spec.serviceSelector.matchExpressions[0].key", "key must be a valid label key"}},
+	{"expression-key-too-long", matchExpression(strings.Repeat("k", 400), metav1.LabelSelectorOpExists),
+		[]string{"spec.serviceSelector.matchExpressions[0].key", "Too long"}},
+
+	// Label values: maxLength and pattern, which name the exact value.
+	{"labels-bad-value", matchLabels(map[string]string{"color": "a b c"}),
+		[]string{"spec.serviceSelector.matchLabels.color", "should match"}},
+	{"labels-value-dash-first", matchLabels(map[string]string{"color": "-blue"}),
+		[]string{"spec.serviceSelector.matchLabels.color", "should match"}},
+	{"labels-value-300", matchLabels(map[string]string{"color": value300}),
+		[]string{"spec.serviceSelector.matchLabels.color", "Too long"}},
+	{"labels-value-64", matchLabels(map[string]string{"color": longestValue + "v"}),
+		[]string{"spec.serviceSelector.matchLabels.color", "Too long"}},
+	{"expression-bad-value", selector(metav1.LabelSelectorOpIn, "blue", "a b c"),
+		[]string{"spec.serviceSelector.matchExpressions[0].values[1]", "should match"}},
+	{"expression-value-300", selector(metav1.LabelSelectorOpNotIn, value300),
+		[]string{"spec.serviceSelector.matchExpressions[0].values[0]", "Too long"}},
+
+	// The limits that keep the key rules' CEL cost within the budget.
+	{"selector-65-expressions", matchExpressions(manyRequirements(65)...),
+		[]string{"spec.serviceSelector.matchExpressions", "Too many"}},
+	{"selector-65-labels", matchLabels(manyLabels(65)),
+		[]string{"spec.serviceSelector.matchLabels", "Too many"}},
 }
 
 func TestInvalidPoolsAreRejected(t *testing.T) {

@@ -1,6 +1,11 @@
 // Package crdvalidation checks the CRDs in install/crds against a real
 // kube-apiserver: that valid pools are accepted under every served version and
 // that the OpenAPI and CEL rules reject bad ones with messages naming the field.
+//
+// The CRDs must install and validate the same on every Kubernetes version
+// Herald supports, so make test runs this package twice: against the current
+// kube-apiserver and, with HERALD_KUBE_VERSION=v1.31.14, against the oldest
+// (test/cluster). Expected messages are substrings both versions print.
 package crdvalidation
 
 import (
@@ -22,6 +27,8 @@ var (
 	clientset versioned.Interface
 	// dyn reaches the other served versions, which have no Go types.
 	dyn dynamic.Interface
+	// testCluster is the control plane the tests run against.
+	testCluster *cluster.Cluster
 )
 
 func TestMain(m *testing.M) {
@@ -35,6 +42,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer c.Stop()
+	testCluster = c
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -49,4 +57,18 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// TestAPIServerVersion makes sure the suite runs against the version it was
+// asked for (HERALD_KUBE_VERSION), so that a run meant for the oldest
+// version cannot silently test the current one.
+func TestAPIServerVersion(t *testing.T) {
+	v, err := testCluster.Client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.GitVersion != testCluster.KubeVersion {
+		t.Fatalf("kube-apiserver %s, want %s", v.GitVersion, testCluster.KubeVersion)
+	}
+	t.Logf("kube-apiserver %s", v.GitVersion)
 }

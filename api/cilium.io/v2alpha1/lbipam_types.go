@@ -49,10 +49,10 @@ type CiliumLoadBalancerIPPoolList struct {
 
 // CiliumLoadBalancerIPPoolSpec is the desired state of a pool.
 type CiliumLoadBalancerIPPoolSpec struct {
-	// The rules on matchExpressions (operator enum; values required for
-	// In/NotIn, forbidden for Exists/DoesNotExist) are patched into the
-	// generated schema by hack/crd-versions: metav1.LabelSelector is not our
-	// type, so it cannot carry our markers.
+	// The selector's rules (operator enum; values required for In/NotIn,
+	// forbidden for Exists/DoesNotExist; label keys and values valid) are
+	// patched into the generated schema by hack/crd-versions:
+	// metav1.LabelSelector is not our type, so it cannot carry our markers.
 	//
 	// +kubebuilder:validation:Optional
 
@@ -70,10 +70,10 @@ type CiliumLoadBalancerIPPoolSpec struct {
 	// to start/stop ranges nor to /31, /32, /127 and /128 CIDRs.
 	AllowFirstLastIPs AllowFirstLastIPType `json:"allowFirstLastIPs,omitempty"`
 
-	// The item limit lets the API server's CEL cost estimate fit its budget:
-	// "start not after stop" is estimated at about 22k per block (128 bits of
-	// IPv6) and one rule may cost at most 10M per object, so 448 would fit;
-	// 256 leaves headroom.
+	// The item limit bounds the API server's CEL cost estimate, which
+	// multiplies the cost of each block rule by the number of blocks a pool
+	// may have; without it the estimate assumes a 3 MB request full of blocks.
+	// A pool needing more blocks can use CIDRs, or be split in two.
 	//
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:MinItems=1
@@ -103,20 +103,19 @@ const (
 
 // The API server checks blocks with CEL so that bad pools are rejected on
 // apply instead of being marked conflicting later. Each rule skips inputs that
-// another rule already rejects, so a user gets one message per mistake.
+// another rule already rejects, so a user gets one message per mistake. The
+// rules only use what Kubernetes 1.31, the oldest version Herald supports,
+// offers for CRDs: isIP/ip() and isCIDR/cidr(), no two-variable
+// comprehensions (1.33) and no cel.bind.
 //
-// CEL has no ordering on IPs, so "start not after stop" is built from the CIDR
-// library. For each bit p, let N be start with bits p and beyond cleared:
-// stop/(p+1) contains N iff stop agrees with start before bit p and has bit
-// p = 0, and start/(p+1) does not contain N iff start has bit p = 1. Both hold
-// for some p iff start > stop. The suffixes a = "/p" and b = "/p+1" come from
-// a literal map per family, because string(p) has no size bound and would
-// break the cost estimate; CRD rules have no cel.bind, hence the repeated N.
+// "start not after stop" is not among them: CEL has no ordering on IPs, and
+// what 1.31 offers makes it a rule nobody can read. The agent reports such a
+// block on the pool (condition io.cilium/bad-blocks) and allocates nothing
+// from it; Cilium, too, checks this in its controller.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.cidr) != has(self.start)",message="a block must set exactly one of cidr or start"
 // +kubebuilder:validation:XValidation:rule="!has(self.stop) || has(self.start)",message="stop is only allowed together with start"
 // +kubebuilder:validation:XValidation:rule="!has(self.start) || !has(self.stop) || !isIP(self.start) || !isIP(self.stop) || ip(self.start).family() == ip(self.stop).family()",message="start and stop must be of the same IP family"
-// +kubebuilder:validation:XValidation:rule="!has(self.start) || !has(self.stop) || !isIP(self.start) || !isIP(self.stop) || ip(self.start).family() != ip(self.stop).family() || !(ip(self.start).family() == 4 ? {'/0': '/1', '/1': '/2', '/2': '/3', '/3': '/4', '/4': '/5', '/5': '/6', '/6': '/7', '/7': '/8', '/8': '/9', '/9': '/10', '/10': '/11', '/11': '/12', '/12': '/13', '/13': '/14', '/14': '/15', '/15': '/16', '/16': '/17', '/17': '/18', '/18': '/19', '/19': '/20', '/20': '/21', '/21': '/22', '/22': '/23', '/23': '/24', '/24': '/25', '/25': '/26', '/26': '/27', '/27': '/28', '/28': '/29', '/29': '/30', '/30': '/31', '/31': '/32'} : {'/0': '/1', '/1': '/2', '/2': '/3', '/3': '/4', '/4': '/5', '/5': '/6', '/6': '/7', '/7': '/8', '/8': '/9', '/9': '/10', '/10': '/11', '/11': '/12', '/12': '/13', '/13': '/14', '/14': '/15', '/15': '/16', '/16': '/17', '/17': '/18', '/18': '/19', '/19': '/20', '/20': '/21', '/21': '/22', '/22': '/23', '/23': '/24', '/24': '/25', '/25': '/26', '/26': '/27', '/27': '/28', '/28': '/29', '/29': '/30', '/30': '/31', '/31': '/32', '/32': '/33', '/33': '/34', '/34': '/35', '/35': '/36', '/36': '/37', '/37': '/38', '/38': '/39', '/39': '/40', '/40': '/41', '/41': '/42', '/42': '/43', '/43': '/44', '/44': '/45', '/45': '/46', '/46': '/47', '/47': '/48', '/48': '/49', '/49': '/50', '/50': '/51', '/51': '/52', '/52': '/53', '/53': '/54', '/54': '/55', '/55': '/56', '/56': '/57', '/57': '/58', '/58': '/59', '/59': '/60', '/60': '/61', '/61': '/62', '/62': '/63', '/63': '/64', '/64': '/65', '/65': '/66', '/66': '/67', '/67': '/68', '/68': '/69', '/69': '/70', '/70': '/71', '/71': '/72', '/72': '/73', '/73': '/74', '/74': '/75', '/75': '/76', '/76': '/77', '/77': '/78', '/78': '/79', '/79': '/80', '/80': '/81', '/81': '/82', '/82': '/83', '/83': '/84', '/84': '/85', '/85': '/86', '/86': '/87', '/87': '/88', '/88': '/89', '/89': '/90', '/90': '/91', '/91': '/92', '/92': '/93', '/93': '/94', '/94': '/95', '/95': '/96', '/96': '/97', '/97': '/98', '/98': '/99', '/99': '/100', '/100': '/101', '/101': '/102', '/102': '/103', '/103': '/104', '/104': '/105', '/105': '/106', '/106': '/107', '/107': '/108', '/108': '/109', '/109': '/110', '/110': '/111', '/111': '/112', '/112': '/113', '/113': '/114', '/114': '/115', '/115': '/116', '/116': '/117', '/117': '/118', '/118': '/119', '/119': '/120', '/120': '/121', '/121': '/122', '/122': '/123', '/123': '/124', '/124': '/125', '/125': '/126', '/126': '/127', '/127': '/128'}).exists(a, b, cidr(self.stop + b).containsIP(cidr(self.start + a).masked().ip()) && !cidr(self.start + b).containsIP(cidr(self.start + a).masked().ip()))",message="start must not be after stop"
 
 // CiliumLoadBalancerIPPoolIPBlock is either a CIDR (cidr) or a range of IPs
 // (start, and optionally stop).
