@@ -4,6 +4,8 @@
 // Reads: Services (all namespaces), CiliumLoadBalancerIPPools and, with
 // L2 announcements on, CiliumL2AnnouncementPolicies and this agent's Node.
 // Writes: tables services, lb-pools, l2-policies and nodes.
+// Provides: tables.Freshness, with which a new leader waits until services
+// and lb-pools hold at least what the API server holds.
 package k8swatch
 
 import (
@@ -17,8 +19,9 @@ var Cell = cell.Module(
 	"k8s-watch",
 	"Reflects Kubernetes objects into tables",
 
-	cell.ProvidePrivate(tables.NewServicesTable, tables.NewLBPoolsTable, tables.NewL2PoliciesTable, tables.NewNodesTable),
+	cell.ProvidePrivate(tables.NewServicesTable, tables.NewLBPoolsTable, tables.NewL2PoliciesTable, tables.NewNodesTable, newFreshness),
 	cell.Provide(
+		(*freshness).provide,
 		statedb.RWTable[*tables.Service].ToTable,
 		statedb.RWTable[*tables.LBPool].ToTable,
 		statedb.RWTable[*tables.L2Policy].ToTable,

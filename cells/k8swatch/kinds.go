@@ -45,22 +45,24 @@ func listWatch[L runtime.Object](c listWatcher[L], fieldSelector string) cache.L
 	}
 }
 
-func reflectServices(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.Service], kube kubernetes.Interface, log *slog.Logger) {
+func reflectServices(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.Service], kube kubernetes.Interface, fresh *freshness, log *slog.Logger) {
 	(&reflector[*corev1.Service, *tables.Service]{
 		name: "services", db: db, table: tbl, log: log,
 		lw:        listWatch[*corev1.ServiceList](kube.CoreV1().Services(metav1.NamespaceAll), ""),
 		example:   &corev1.Service{},
 		transform: tables.ServiceFromK8s,
-	}).register(jg)
+		versionOf: func(s *tables.Service) (string, string) { return s.Key(), s.ResourceVersion },
+	}).register(jg, fresh)
 }
 
-func reflectPools(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.LBPool], herald versioned.Interface, log *slog.Logger) {
+func reflectPools(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.LBPool], herald versioned.Interface, fresh *freshness, log *slog.Logger) {
 	(&reflector[*v2alpha1.CiliumLoadBalancerIPPool, *tables.LBPool]{
 		name: "lb-pools", db: db, table: tbl, log: log,
 		lw:        listWatch[*v2alpha1.CiliumLoadBalancerIPPoolList](herald.CiliumV2alpha1().CiliumLoadBalancerIPPools(), ""),
 		example:   &v2alpha1.CiliumLoadBalancerIPPool{},
 		transform: tables.LBPoolFromK8s,
-	}).register(jg)
+		versionOf: func(p *tables.LBPool) (string, string) { return p.Name, p.ResourceVersion },
+	}).register(jg, fresh)
 }
 
 func reflectL2Policies(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.L2Policy], herald versioned.Interface, agent agentconfig.Config, log *slog.Logger) {
@@ -72,7 +74,7 @@ func reflectL2Policies(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables
 		lw:        listWatch[*v2alpha1.CiliumL2AnnouncementPolicyList](herald.CiliumV2alpha1().CiliumL2AnnouncementPolicies(), ""),
 		example:   &v2alpha1.CiliumL2AnnouncementPolicy{},
 		transform: tables.L2PolicyFromK8s,
-	}).register(jg)
+	}).register(jg, nil)
 }
 
 // reflectLocalNode watches only this agent's Node: its labels decide which
@@ -86,5 +88,5 @@ func reflectLocalNode(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.
 		lw:        listWatch[*corev1.NodeList](kube.CoreV1().Nodes(), fields.OneTermEqualSelector("metadata.name", agent.Node()).String()),
 		example:   &corev1.Node{},
 		transform: tables.NodeFromK8s,
-	}).register(jg)
+	}).register(jg, nil)
 }

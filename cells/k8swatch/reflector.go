@@ -10,7 +10,9 @@ import (
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/hive/job"
 	"github.com/cilium/statedb"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -25,22 +27,39 @@ type reflector[K runtime.Object, Obj any] struct {
 	example   K // an empty object of the kind, for the informer
 	transform func(K) Obj
 	log       *slog.Logger
+
+	// versionOf returns a row's object key ("namespace/name" or "name")
+	// and resourceVersion; reflectors that have it can catch up
+	// (tables.Freshness).
+	versionOf func(Obj) (key, resourceVersion string)
+	// tombstones remember recent deletions: an object a catch-up listed may
+	// be gone from the table because it was deleted after the list.
+	tombstones tombstones[Obj]
 }
 
 type pendingEvent[K any] struct {
 	obj     K
 	deleted bool
+	// unknownFinal: a deletion noticed by a relist, not by a watch event;
+	// obj is then the last version seen, not the deleted one.
+	unknownFinal bool
 }
 
 // register adds the reflector's job. The table counts as initialized once
 // the informer's initial list is in it.
-func (r *reflector[K, Obj]) register(jg job.Group) {
+func (r *reflector[K, Obj]) register(jg job.Group, fresh *freshness) {
 	wtxn := r.db.WriteTxn(r.table)
 	initDone := r.table.RegisterInitializer(wtxn, "k8s-"+r.name)
 	wtxn.Commit()
+	if r.versionOf != nil && fresh != nil {
+		fresh.catchUps[r.table.Name()] = r.catchUp
+	}
 
 	jg.Add(job.OneShot("reflect-"+r.name, func(ctx context.Context, health cell.Health) error {
-		inf := cache.NewSharedIndexInformer(r.lw, r.example, 0, cache.Indexers{})
+		// Health follows the connection: Degraded while lists or watches
+		// fail, OK again as soon as one succeeds, so that readiness reflects
+		// the present after an API-server outage.
+		inf := cache.NewSharedIndexInformer(&reportingListWatch{ListerWatcher: r.lw, health: health, name: r.name}, r.example, 0, cache.Indexers{})
 		_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
 			r.log.Warn("Watch failed, retrying", "kind", r.name, "error", err)
 			health.Degraded("watch "+r.name, err)
@@ -52,15 +71,16 @@ func (r *reflector[K, Obj]) register(jg job.Group) {
 			wake    = make(chan struct{}, 1)
 		)
 		push := func(o any, deleted bool) {
+			unknownFinal := false
 			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-				o = d.Obj
+				o, unknownFinal = d.Obj, true
 			}
 			k, ok := o.(K)
 			if !ok {
 				return
 			}
 			mu.Lock()
-			pending = append(pending, pendingEvent[K]{k, deleted})
+			pending = append(pending, pendingEvent[K]{k, deleted, unknownFinal})
 			mu.Unlock()
 			select {
 			case wake <- struct{}{}:
@@ -90,6 +110,7 @@ func (r *reflector[K, Obj]) register(jg job.Group) {
 				obj := r.transform(ev.obj)
 				if ev.deleted {
 					_, _, _ = r.table.Delete(wtxn, obj)
+					r.tombstones.add(r.versionOf, obj, ev.unknownFinal)
 				} else {
 					_, _, _ = r.table.Insert(wtxn, obj)
 				}
@@ -116,9 +137,71 @@ func (r *reflector[K, Obj]) register(jg job.Group) {
 				initDone(wtxn)
 				wtxn.Commit()
 				synced = true
-				health.OK("synced")
+				health.OK("watching")
 				r.log.Info("Initial sync done", "kind", r.name)
 			}
 		}
 	}))
+}
+
+// catchUp waits until the table holds at least what a fresh list of the
+// API server holds (tables.Freshness).
+func (r *reflector[K, Obj]) catchUp(ctx context.Context) error {
+	start := time.Now()
+	listed, listRV, err := listVersions(ctx, cache.ToListerWithContext(r.lw).ListWithContext)
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", r.name, err)
+	}
+	lastLog := time.Now()
+	for {
+		rows := map[string]string{}
+		objs, changed := r.table.AllWatch(r.db.ReadTxn())
+		for obj := range objs {
+			key, rv := r.versionOf(obj)
+			rows[key] = rv
+		}
+		n, example := behind(rows, listed, listRV, r.tombstones.deletedSince(start))
+		if n == 0 {
+			return nil
+		}
+		if time.Since(lastLog) >= progressEvery {
+			logProgress(r.log, r.name, n, example, start)
+			lastLog = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		case <-time.After(progressEvery):
+		}
+	}
+}
+
+// reportingListWatch reports each list and watch call to the reflector's
+// health. The informer's own error handler sees only watch errors, and
+// nothing at all when a watch is re-established.
+type reportingListWatch struct {
+	cache.ListerWatcher
+	health cell.Health
+	name   string
+}
+
+func (l *reportingListWatch) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	obj, err := cache.ToListerWithContext(l.ListerWatcher).ListWithContext(ctx, o)
+	l.report("list", err)
+	return obj, err
+}
+
+func (l *reportingListWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	w, err := cache.ToWatcherWithContext(l.ListerWatcher).WatchWithContext(ctx, o)
+	l.report("watch", err)
+	return w, err
+}
+
+func (l *reportingListWatch) report(call string, err error) {
+	if err != nil {
+		l.health.Degraded(call+" "+l.name, err)
+		return
+	}
+	l.health.OK("watching")
 }

@@ -1,0 +1,209 @@
+package election
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/hive/job"
+	"github.com/cilium/statedb"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/tables"
+)
+
+type params struct {
+	cell.In
+
+	Elections  []tables.Election `group:"elections"`
+	Agent      agentconfig.Config
+	Kube       kubernetes.Interface
+	DB         *statedb.DB
+	Leadership statedb.RWTable[*tables.Leadership]
+	Jobs       job.Group
+	Log        *slog.Logger
+}
+
+// Identity is unique per agent process, "<node>_<uuid>" like
+// kube-controller-manager's: a restarted agent is a new candidate and waits
+// for its predecessor's Lease to expire, because a predecessor that is only
+// paused (not dead) could otherwise lead alongside it.
+func newIdentity(node string) string { return node + "_" + string(uuid.NewUUID()) }
+
+func registerCampaigns(p params) error {
+	identity := newIdentity(p.Agent.Node())
+	for _, el := range p.Elections {
+		if err := el.Timings.Validate(); err != nil {
+			return fmt.Errorf("Lease %s: %w", el.Lease, err)
+		}
+		api := &kubeLease{client: p.Kube.CoordinationV1().Leases(p.Agent.K8sNamespace), name: el.Lease}
+		c := &campaign{
+			elector: newElector(el.Lease, identity, el.Timings, api, time.Now),
+			api:     api,
+			db:      p.DB,
+			table:   p.Leadership,
+			log:     p.Log.With("lease", p.Agent.K8sNamespace+"/"+el.Lease, "identity", identity),
+		}
+		c.publish()
+		p.Jobs.Add(job.OneShot("campaign-"+el.Lease, c.run))
+	}
+	return nil
+}
+
+// campaign runs one elector: it waits, calls it, and publishes its state.
+type campaign struct {
+	*elector
+	api   *kubeLease
+	db    *statedb.DB
+	table statedb.RWTable[*tables.Leadership]
+	log   *slog.Logger
+
+	lastErr   string
+	lastErrAt time.Time
+	// nextRenew paces renewals whatever else wakes the loop.
+	nextRenew time.Time
+}
+
+type sighting struct {
+	r  *record
+	at time.Time
+}
+
+func (c *campaign) run(ctx context.Context, health cell.Health) error {
+	sightings := make(chan sighting, 16)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go c.api.watch(watchCtx, c.timings.RetryPeriod,
+		func(r *record, at time.Time) {
+			select {
+			case sightings <- sighting{r, at}:
+			case <-watchCtx.Done():
+			}
+		},
+		func(err error) { c.log.Debug("Lease watch failed, restarting", "error", err) })
+
+	health.OK("campaigning")
+	for {
+		// A leader renews every retry period; a follower wakes when the
+		// Lease may be taken over, or when it sees the Lease change.
+		wait := time.Until(c.nextRenew)
+		if !c.leading {
+			wait = time.Until(c.takeoverAt())
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			c.stop(health)
+			return nil
+		case s := <-sightings:
+			timer.Stop()
+			c.see(s, health)
+		case <-timer.C:
+			if c.leading {
+				c.renewOnce(ctx, health)
+			} else {
+				c.acquireOnce(ctx, health)
+			}
+			c.nextRenew = time.Now().Add(c.timings.RetryPeriod)
+			c.publish()
+		}
+	}
+}
+
+func (c *campaign) renewOnce(ctx context.Context, health cell.Health) {
+	wasLapsed, term := c.lapsed(), c.term
+	err := c.renew(ctx)
+	switch {
+	case !c.leading:
+		c.log.Warn("Lost leadership: another agent wrote the Lease", "term", term, "error", err)
+		health.OK("following")
+	case err != nil:
+		c.report(err, health)
+	default:
+		c.report(nil, health)
+		if wasLapsed {
+			c.log.Info("Lease renewed again, writes resume", "term", term)
+			health.OK(fmt.Sprintf("leading, term %d", term))
+		}
+	}
+}
+
+func (c *campaign) acquireOnce(ctx context.Context, health cell.Health) {
+	started, err := c.tryAcquire(ctx)
+	c.report(err, health)
+	switch {
+	case started:
+		c.log.Info("Became leader", "term", c.term)
+		health.OK(fmt.Sprintf("leading, term %d", c.term))
+	case err == nil:
+		health.OK("following " + dashIfEmpty(c.state().Holder))
+	}
+}
+
+func (c *campaign) see(s sighting, health cell.Health) {
+	holder := c.state().Holder
+	c.observe(s.r, s.at)
+	if !c.leading && holder != c.state().Holder {
+		health.OK("following " + dashIfEmpty(c.state().Holder))
+		c.publish()
+	}
+}
+
+// stop ends the campaign on shutdown: the term ends here first (no write
+// of this agent goes out after this), then the Lease is released. By now
+// the cells that write under the Lease have stopped: they started after
+// this job and stop before it.
+func (c *campaign) stop(health cell.Health) {
+	wasLeading, term := c.leading, c.term
+	ctx, cancel := context.WithTimeout(context.Background(), c.timings.RenewDeadline)
+	defer cancel()
+	err := c.release(ctx, c.publish)
+	switch {
+	case !wasLeading:
+	case err != nil:
+		c.log.Warn("Could not release the Lease; the others take over when it expires", "term", term, "error", err)
+	default:
+		c.log.Info("Left leadership", "term", term)
+	}
+	health.Stopped("stopped")
+}
+
+// report logs API errors without flooding: the first of a kind, then at
+// most every ten seconds while it repeats.
+func (c *campaign) report(err error, health cell.Health) {
+	if err == nil {
+		if c.lastErr != "" {
+			c.log.Info("Lease API calls succeed again")
+			c.lastErr = ""
+		}
+		return
+	}
+	if c.leading && c.lapsed() {
+		health.Degraded(fmt.Sprintf("leading, term %d, but renewals fail: writes are on hold", c.term), err)
+	} else if !c.leading {
+		health.Degraded("campaigning, Lease API failing", err)
+	}
+	now := time.Now()
+	if err.Error() != c.lastErr || now.Sub(c.lastErrAt) > 10*time.Second {
+		c.log.Warn("Lease election", "term", c.term, "leading", c.leading, "error", err)
+		c.lastErr, c.lastErrAt = err.Error(), now
+	}
+}
+
+func (c *campaign) publish() {
+	wtxn := c.db.WriteTxn(c.table)
+	_, _, _ = c.table.Insert(wtxn, c.state())
+	wtxn.Commit()
+}
+
+func dashIfEmpty(s string) string {
+	if s == "" {
+		return "(nobody)"
+	}
+	return s
+}

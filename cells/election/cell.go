@@ -1,0 +1,33 @@
+// Package election runs the Lease elections of Herald's cluster-wide
+// singletons (the LB IPAM allocator, the pod CIDR allocator) and owns their
+// fencing contract: when a term starts and ends, and until when the leader
+// may still write.
+//
+// Reads: the Leases named by the tables.Election values other cells
+// provide (group "elections"), in --k8s-namespace.
+// Writes: those Leases, and table leadership (one row per Lease). Writers
+// of other cells check a row's Fence right before every write of a term.
+//
+// Why not client-go's leaderelection: it judges its own leadership from
+// when it read a renewal's answer, not from when it sent it; its release
+// decides from a cached record that may be stale after a pause; it exposes
+// no deadline to fence writes with; and its followers poll with a GET every
+// retry period. This cell keeps client-go's Lease record format, so
+// `kubectl get lease` and mixed versions read the same thing.
+package election
+
+import (
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/statedb"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+var Cell = cell.Module(
+	"election",
+	"Lease elections and the leadership table",
+
+	cell.ProvidePrivate(tables.NewLeadershipTable),
+	cell.Provide(statedb.RWTable[*tables.Leadership].ToTable),
+	cell.Invoke(registerCampaigns),
+)

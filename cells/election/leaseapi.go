@@ -1,0 +1,158 @@
+package election
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/utils/ptr"
+)
+
+// kubeLease is one coordination.k8s.io/v1 Lease, in client-go's
+// leaderelection record format.
+type kubeLease struct {
+	client coordinationclient.LeaseInterface
+	name   string
+}
+
+func (k *kubeLease) Get(ctx context.Context) (*record, error) {
+	l, err := k.client.Get(ctx, k.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return fromLease(l), nil
+}
+
+func (k *kubeLease) Create(ctx context.Context, r record) (*record, error) {
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: k.name}}
+	setSpec(l, r)
+	got, err := k.client.Create(ctx, l, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("%w: %w", errConflict, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return fromLease(got), nil
+}
+
+func (k *kubeLease) Update(ctx context.Context, r record) (*record, error) {
+	base, ok := r.obj.(*coordinationv1.Lease)
+	if !ok {
+		return nil, fmt.Errorf("lease %s: update of a record that was never read", k.name)
+	}
+	l := base.DeepCopy()
+	l.ResourceVersion = r.version
+	setSpec(l, r)
+	got, err := k.client.Update(ctx, l, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("%w: %w", errConflict, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return fromLease(got), nil
+}
+
+// watch reports every version of the Lease to seen, with the time it was
+// seen, until ctx ends. A (re)started watch first reads the Lease, then
+// watches from that version. Followers learn of renewals this way without
+// polling; if the watch keeps failing they still take over, just later
+// (each takeover attempt reads the Lease again).
+func (k *kubeLease) watch(ctx context.Context, backoff time.Duration, seen func(*record, time.Time), failed func(error)) {
+	for ctx.Err() == nil {
+		if err := k.watchOnce(ctx, seen); err != nil && ctx.Err() == nil {
+			failed(err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+	}
+}
+
+func (k *kubeLease) watchOnce(ctx context.Context, seen func(*record, time.Time)) error {
+	l, err := k.client.Get(ctx, k.name, metav1.GetOptions{})
+	var rv string
+	switch {
+	case apierrors.IsNotFound(err):
+		seen(nil, time.Now())
+		list, err := k.client.List(ctx, metav1.ListOptions{FieldSelector: k.selector(), Limit: 1})
+		if err != nil {
+			return err
+		}
+		rv = list.ResourceVersion
+	case err != nil:
+		return err
+	default:
+		seen(fromLease(l), time.Now())
+		rv = l.ResourceVersion
+	}
+	w, err := k.client.Watch(ctx, metav1.ListOptions{FieldSelector: k.selector(), ResourceVersion: rv})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return nil // closed by the server (timeout): start again
+			}
+			switch ev.Type {
+			case watch.Added, watch.Modified:
+				if l, ok := ev.Object.(*coordinationv1.Lease); ok {
+					seen(fromLease(l), time.Now())
+				}
+			case watch.Deleted:
+				seen(nil, time.Now())
+			case watch.Error:
+				return apierrors.FromObject(ev.Object)
+			}
+		}
+	}
+}
+
+func (k *kubeLease) selector() string {
+	return fields.OneTermEqualSelector("metadata.name", k.name).String()
+}
+
+func fromLease(l *coordinationv1.Lease) *record {
+	r := &record{version: l.ResourceVersion, obj: l}
+	s := l.Spec
+	if s.HolderIdentity != nil {
+		r.Holder = *s.HolderIdentity
+	}
+	if s.LeaseDurationSeconds != nil {
+		r.Duration = time.Duration(*s.LeaseDurationSeconds) * time.Second
+	}
+	if s.LeaseTransitions != nil {
+		r.Transitions = *s.LeaseTransitions
+	}
+	if s.AcquireTime != nil {
+		r.AcquireTime = s.AcquireTime.Time
+	}
+	if s.RenewTime != nil {
+		r.RenewTime = s.RenewTime.Time
+	}
+	return r
+}
+
+func setSpec(l *coordinationv1.Lease, r record) {
+	l.Spec.HolderIdentity = ptr.To(r.Holder)
+	l.Spec.LeaseDurationSeconds = ptr.To(int32(r.Duration / time.Second))
+	l.Spec.LeaseTransitions = ptr.To(r.Transitions)
+	l.Spec.AcquireTime = ptr.To(metav1.NewMicroTime(r.AcquireTime))
+	l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(r.RenewTime))
+}
