@@ -14,6 +14,7 @@ import (
 	"github.com/heraldlb/herald/cells/allocator"
 	"github.com/heraldlb/herald/cells/dbgapi"
 	"github.com/heraldlb/herald/cells/devices"
+	"github.com/heraldlb/herald/cells/election"
 	"github.com/heraldlb/herald/cells/health"
 	"github.com/heraldlb/herald/cells/k8sclient"
 	"github.com/heraldlb/herald/cells/k8swatch"
@@ -40,6 +41,9 @@ var Cells = []cell.Cell{
 	k8sclient.Cell,
 	// Kubernetes → tables services, lb-pools, l2-policies, nodes.
 	k8swatch.Cell,
+	// Lease elections of the cluster-wide singletons → table leadership;
+	// the fence every leader-only writer checks.
+	election.Cell,
 	// LB IPAM (leader only): services × lb-pools → lb-allocations, lb-pool-status.
 	allocator.Cell,
 	// lb-allocations → Service status (ingress IPs, condition) and Events.

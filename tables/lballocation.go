@@ -44,6 +44,10 @@ type LBAllocation struct {
 	// Released lists what the latest decision took away, for Events.
 	Released []ReleasedIP `json:"released,omitempty"`
 
+	// Term is the LB IPAM leader's term this was decided in
+	// (tables.Leadership): it is written only while that term lasts.
+	Term uint64 `json:"term"`
+
 	Status reconciler.Status `json:"status"`
 }
 

@@ -21,6 +21,12 @@ const (
 	ConditionIPsTotal     = "cilium.io/IPsTotal"
 	ConditionIPsAvailable = "cilium.io/IPsAvailable"
 	ConditionIPsUsed      = "cilium.io/IPsUsed"
+	// Herald's additions, named like the L2 announcement policy's
+	// conditions of the spec: True (reason error) while the pool has the
+	// mistake, False (reason resolved) once it was fixed, absent on pools
+	// that never had it.
+	ConditionPoolBadServiceSelector = ConditionBadServiceSelector // io.cilium/bad-service-selector
+	ConditionPoolBadBlocks          = "io.cilium/bad-blocks"
 
 	ReasonCIDROverlap = "cidr_overlap"
 	ReasonResolved    = "resolved"

@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/statedb/index"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 )
@@ -52,18 +53,20 @@ type LBPool struct {
 	UID               string    `json:"uid"`
 	CreationTimestamp time.Time `json:"creationTimestamp"`
 	Generation        int64     `json:"generation"`
+	ResourceVersion   string    `json:"resourceVersion"`
 
 	Blocks []LBPoolBlock `json:"blocks,omitempty"`
-	// BlockErrors lists blocks that do not parse; the API server's
-	// validation normally rejects them first.
+	// BlockErrors lists blocks that do not parse or whose start is after
+	// their stop; such blocks are ignored (the pool keeps the others).
 	BlockErrors []string `json:"blockErrors,omitempty"`
 
 	AllowFirstLastIPs bool `json:"allowFirstLastIPs"`
 	Disabled          bool `json:"disabled"`
 
 	ServiceSelector *metav1.LabelSelector `json:"serviceSelector,omitempty"`
-	// SelectorError is set when the selector does not parse: such a pool
-	// selects no Service.
+	// SelectorError is set when the selector is invalid (a key or value
+	// that is no valid label key or value, an operator without values...):
+	// such a pool selects no Service. It names the field and the rule.
 	SelectorError string `json:"selectorError,omitempty"`
 	selector      labels.Selector
 
@@ -143,6 +146,7 @@ func LBPoolFromK8s(p *v2alpha1.CiliumLoadBalancerIPPool) *LBPool {
 		UID:               string(p.UID),
 		CreationTimestamp: p.CreationTimestamp.Time,
 		Generation:        p.Generation,
+		ResourceVersion:   p.ResourceVersion,
 		AllowFirstLastIPs: p.Spec.AllowFirstLastIPs != v2alpha1.AllowFirstLastIPNo,
 		Disabled:          p.Spec.Disabled,
 		Conditions:        slices.Clone(p.Status.Conditions),
@@ -150,16 +154,17 @@ func LBPoolFromK8s(p *v2alpha1.CiliumLoadBalancerIPPool) *LBPool {
 	if p.Spec.ServiceSelector != nil {
 		out.ServiceSelector = p.Spec.ServiceSelector.DeepCopy()
 	}
-	sel, err := selectorFrom(out.ServiceSelector)
-	if err != nil {
-		out.SelectorError = fmt.Sprintf("invalid serviceSelector: %v", err)
+	if err := validateSelector(out.ServiceSelector, field.NewPath("spec", "serviceSelector")); err != nil {
+		out.SelectorError = err.Error()
+	} else if sel, err := selectorFrom(out.ServiceSelector); err != nil {
+		out.SelectorError = "spec.serviceSelector: " + err.Error()
 	} else {
 		out.selector = sel
 	}
 	for i, b := range p.Spec.Blocks {
 		blk, err := ParseBlock(b.Cidr, b.Start, b.Stop)
 		if err != nil {
-			out.BlockErrors = append(out.BlockErrors, fmt.Sprintf("blocks[%d]: %v", i, err))
+			out.BlockErrors = append(out.BlockErrors, fmt.Sprintf("spec.blocks[%d]: %v", i, err))
 			continue
 		}
 		out.Blocks = append(out.Blocks, blk)

@@ -2,6 +2,7 @@ package tables
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/index"
@@ -24,6 +25,15 @@ type LBPoolStatus struct {
 	Available string `json:"available"`
 	Used      string `json:"used"`
 
+	// SelectorError and BlockErrors repeat the pool's own mistakes
+	// (tables.LBPool), for the io.cilium/bad-service-selector and
+	// io.cilium/bad-blocks conditions.
+	SelectorError string   `json:"selectorError,omitempty"`
+	BlockErrors   []string `json:"blockErrors,omitempty"`
+
+	// Term is the LB IPAM leader's term this was computed in.
+	Term uint64 `json:"term"`
+
 	Status reconciler.Status `json:"status"`
 }
 
@@ -31,7 +41,8 @@ type LBPoolStatus struct {
 func (p *LBPoolStatus) SameStatus(b *LBPoolStatus) bool {
 	return p.Name == b.Name && p.ObservedGeneration == b.ObservedGeneration &&
 		p.Conflicting == b.Conflicting && p.ConflictMessage == b.ConflictMessage &&
-		p.Total == b.Total && p.Available == b.Available && p.Used == b.Used
+		p.Total == b.Total && p.Available == b.Available && p.Used == b.Used &&
+		p.SelectorError == b.SelectorError && slices.Equal(p.BlockErrors, b.BlockErrors)
 }
 
 func (p *LBPoolStatus) Clone() *LBPoolStatus {

@@ -4,8 +4,23 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
+
+// validateSelector checks a selector the way the API server checks the
+// selectors of its own objects (Deployments, NetworkPolicies): every key a
+// valid label key, every value a valid label value, operators with the
+// right number of values. The error names the field and the rule, e.g.
+// spec.serviceSelector.matchLabels: Invalid value: "bad key!": name part
+// must consist of alphanumeric characters, ...
+func validateSelector(ls *metav1.LabelSelector, path *field.Path) error {
+	if ls == nil {
+		return nil
+	}
+	return metav1validation.ValidateLabelSelector(ls, metav1validation.LabelSelectorValidationOptions{}, path).ToAggregate()
+}
 
 // selectorFrom parses a label selector; nil selects everything.
 //

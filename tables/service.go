@@ -31,6 +31,10 @@ type Service struct {
 	UID               string    `json:"uid"`
 	CreationTimestamp time.Time `json:"creationTimestamp"`
 	Generation        int64     `json:"generation"`
+	// ResourceVersion is the version of the object this row was made
+	// from: status writes are conditional on it, and the leader's catch-up
+	// compares it with a fresh list.
+	ResourceVersion string `json:"resourceVersion"`
 
 	Labels map[string]string `json:"labels,omitempty"`
 
@@ -144,6 +148,7 @@ func ServiceFromK8s(svc *corev1.Service) *Service {
 		UID:                   string(svc.UID),
 		CreationTimestamp:     svc.CreationTimestamp.Time,
 		Generation:            svc.Generation,
+		ResourceVersion:       svc.ResourceVersion,
 		Labels:                maps(svc.Labels),
 		Type:                  svc.Spec.Type,
 		ExternalTrafficPolicy: string(svc.Spec.ExternalTrafficPolicy),

@@ -34,6 +34,8 @@ type Engine struct {
 
 	dirtySvcs  map[string]struct{}
 	dirtyPools map[string]struct{}
+	// seq counts addresses held, to order them by age.
+	seq uint64
 	// freed is set when an address went back to a pool: Services waiting
 	// for one are then evaluated again.
 	freed bool
@@ -62,6 +64,8 @@ type svcState struct {
 
 type ipUse struct {
 	users map[string]*svcState
+	// seq orders addresses by when they were first held (lower = older).
+	seq uint64
 }
 
 // NewEngine returns an empty engine.
@@ -244,7 +248,8 @@ func (p *poolState) contains(a netip.Addr) bool {
 func (e *Engine) hold(s *svcState, a netip.Addr, pool string) {
 	use := e.ips[a]
 	if use == nil {
-		use = &ipUse{users: map[string]*svcState{}}
+		e.seq++
+		use = &ipUse{users: map[string]*svcState{}, seq: e.seq}
 		e.ips[a] = use
 		e.markEverywhere(a, true)
 	}
@@ -283,3 +288,6 @@ func (e *Engine) markEverywhere(a netip.Addr, inUse bool) {
 		}
 	}
 }
+
+// Knows reports whether the engine has seen the Service.
+func (e *Engine) Knows(key string) bool { return e.svcs[key] != nil }

@@ -285,6 +285,30 @@ func TestSharingServiceMovesWhenPortsCollide(t *testing.T) {
 	w.expect("example/a", "20.0.10.0|satisfied|")
 }
 
+// TestSharingJoinsOldestAddress replays Cilium's sharing-key order: of two
+// addresses a Service may join, it joins the one handed out first, whatever
+// their numeric order.
+func TestSharingJoinsOldestAddress(t *testing.T) {
+	w := newWorld(t)
+	w.e.UpsertPool(mkPool("p", 0, []string{"10.0.10.0/24"}))
+	w.e.UpsertService(mkSvc("example/service-a", 0, annotate(tables.AnnotationSharingKey, "key-a"), ports(80)))
+	w.e.UpsertService(mkSvc("example/service-b", 1, annotate(tables.AnnotationSharingKey, "key-a"), ports(81)))
+	w.e.UpsertService(mkSvc("example/service-c", 2, annotate(tables.AnnotationSharingKey, "key-b"), ports(80)))
+	w.expect("example/service-a", "10.0.10.0|satisfied|")
+	w.expect("example/service-b", "10.0.10.0|satisfied|")
+	w.expect("example/service-c", "10.0.10.1|satisfied|")
+	w.e.DeleteService("example/service-a")
+	w.e.DeleteService("example/service-b")
+	w.e.Evaluate()
+	// service-a comes back under key-b: port 80 collides with service-c, so
+	// it gets the lowest free address, 10.0.10.0.
+	w.e.UpsertService(mkSvc("example/service-a", 3, annotate(tables.AnnotationSharingKey, "key-b"), ports(80)))
+	w.expect("example/service-a", "10.0.10.0|satisfied|")
+	// service-b (port 81) may join either; service-c's .1 is older.
+	w.e.UpsertService(mkSvc("example/service-b", 4, annotate(tables.AnnotationSharingKey, "key-b"), ports(81)))
+	w.expect("example/service-b", "10.0.10.1|satisfied|")
+}
+
 func TestFamilies(t *testing.T) {
 	tests := []struct {
 		name string
@@ -299,6 +323,13 @@ func TestFamilies(t *testing.T) {
 		{"require dual, both", Families{true, true}, mkSvc("a/s", 0, policy(corev1.IPFamilyPolicyRequireDualStack)), "20.0.10.0,2004::|satisfied|"},
 		{"require dual, IPv6 off", Families{true, false}, mkSvc("a/s", 0, policy(corev1.IPFamilyPolicyRequireDualStack)),
 			"|ip_family_disabled|ipFamilyPolicy RequireDualStack needs IPv4 and IPv6, but IPv6 is not enabled in the agent (--enable-ipv6)"},
+		// The flags decide what a Service gets by default, not what it may
+		// ask for (Cilium's behaviour).
+		{"single IPv6 asked, IPv6 off", Families{true, false}, mkSvc("a/s", 0, policy(corev1.IPFamilyPolicySingleStack, corev1.IPv6Protocol)), "2004::|satisfied|"},
+		{"single IPv4 asked, IPv4 off", Families{false, true}, mkSvc("a/s", 0, policy(corev1.IPFamilyPolicySingleStack, corev1.IPv4Protocol)), "20.0.10.0|satisfied|"},
+		{"no policy, IPv4 off", Families{false, true}, mkSvc("a/s", 0), "2004::|satisfied|"},
+		{"no family enabled", Families{false, false}, mkSvc("a/s", 0), "|ip_family_disabled|Neither IPv4 nor IPv6 is enabled in the agent"},
+		{"requested IPv6 IP, IPv6 off", Families{true, false}, mkSvc("a/s", 0, annotate(tables.AnnotationIPs, "2004::7")), "2004::7|satisfied|"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

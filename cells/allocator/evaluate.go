@@ -275,11 +275,9 @@ func (e *Engine) fillRequested(s *svcState, requested []netip.Addr) (reason, mes
 }
 
 func (e *Engine) claimRequested(s *svcState, a netip.Addr) (reason, message string) {
+	// A requested address is given whatever its family: the family flags
+	// only decide what a Service gets when it does not say (as in Cilium).
 	row := s.row
-	f := familyOf(a)
-	if !e.families.enabled(f) {
-		return tables.ReasonFamilyDisabled, fmt.Sprintf("The requested IP '%s' is %s, which is not enabled in the agent (--enable-ipv%d)", a, f, int(f))
-	}
 	var containing, selecting []*poolState
 	for _, p := range e.poolOrder {
 		if p.contains(a) {
@@ -363,7 +361,7 @@ func (e *Engine) fillFamilies(s *svcState, want []family) (reason, message strin
 }
 
 // joinShared looks for an address of family f held under the Service's
-// sharing key that it may share.
+// sharing key that it may share, oldest first.
 func (e *Engine) joinShared(s *svcState, f family) bool {
 	k := s.row.Annotations.SharingKey
 	if k == "" {
@@ -380,7 +378,14 @@ func (e *Engine) joinShared(s *svcState, f family) bool {
 			}
 		}
 	}
-	slices.SortFunc(candidates, func(a, b netip.Addr) int { return a.Compare(b) })
+	// The address allocated first comes first, as in Cilium, which joins
+	// a sharing key's addresses in the order they were handed out.
+	slices.SortFunc(candidates, func(a, b netip.Addr) int {
+		if c := cmp.Compare(e.ips[a].seq, e.ips[b].seq); c != 0 {
+			return c
+		}
+		return a.Compare(b)
+	})
 	for _, a := range candidates {
 		p := e.poolFor(a, s.row)
 		if p == nil || !p.usable() || !e.mayJoin(s.row, e.ips[a]) {

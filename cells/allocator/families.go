@@ -48,7 +48,10 @@ func (fs Families) enabled(f family) bool {
 
 // wantedFamilies returns the families a Service should get an IP of, in
 // order, or a reason and message when its policy cannot be met:
-//   - no policy or SingleStack: the family of spec.ipFamilies[0], else IPv4;
+//   - no policy or SingleStack: the family of spec.ipFamilies[0], whether
+//     or not the agent hands that family out by default (the flags decide
+//     what a Service gets when it does not say, not what it may ask for:
+//     Cilium's behaviour); without ipFamilies, IPv4 if enabled, else IPv6;
 //   - PreferDualStack: every enabled family;
 //   - RequireDualStack: both, and both must be enabled.
 func (fs Families) wantedFamilies(svc *tables.Service) (want []family, reason, message string) {
@@ -72,17 +75,17 @@ func (fs Families) wantedFamilies(svc *tables.Service) (want []family, reason, m
 		}
 		return orderByPrimary([]family{ipv4, ipv6}, svc), "", ""
 	default:
-		f := ipv4
 		if len(svc.IPFamilies) > 0 {
-			if pf, ok := familyFromK8s(svc.IPFamilies[0]); ok {
-				f = pf
+			if f, ok := familyFromK8s(svc.IPFamilies[0]); ok {
+				return []family{f}, "", ""
 			}
 		}
-		if !fs.enabled(f) {
-			return nil, tables.ReasonFamilyDisabled,
-				fmt.Sprintf("The service asks for a single %s address, but %s is not enabled in the agent (--enable-ipv%d)", f, f, int(f))
+		for _, f := range []family{ipv4, ipv6} {
+			if fs.enabled(f) {
+				return []family{f}, "", ""
+			}
 		}
-		return []family{f}, "", ""
+		return nil, tables.ReasonFamilyDisabled, "Neither IPv4 nor IPv6 is enabled in the agent"
 	}
 }
 

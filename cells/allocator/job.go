@@ -2,11 +2,12 @@ package allocator
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
-	"github.com/cilium/hive"
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/hive/job"
 	"github.com/cilium/statedb"
@@ -17,6 +18,10 @@ import (
 	"github.com/heraldlb/herald/tables"
 )
 
+// catchUpTimeout bounds one attempt to catch up with the API server at the
+// start of a term.
+const catchUpTimeout = time.Minute
+
 type params struct {
 	cell.In
 
@@ -25,8 +30,8 @@ type params struct {
 	Log         *slog.Logger
 	DB          *statedb.DB
 	Jobs        job.Group
-	Shutdowner  hive.Shutdowner
-	Leadership  leadership
+	Leadership  statedb.Table[*tables.Leadership]
+	Freshness   tables.Freshness
 	Services    statedb.Table[*tables.Service]
 	Pools       statedb.Table[*tables.LBPool]
 	Allocations statedb.RWTable[*tables.LBAllocation]
@@ -41,24 +46,32 @@ func registerAllocator(p params) error {
 	if p.Metrics != nil {
 		p.Metrics.MustRegister(newCollector(p.DB, p.PoolStatus, p.Allocations))
 	}
-	p.Jobs.Add(job.OneShot("leader-election", func(ctx context.Context, health cell.Health) error {
-		p.Leadership.Run(ctx, health, func(ctx context.Context) {
-			if err := allocate(ctx, p); err != nil && ctx.Err() == nil {
-				p.Log.Error("LB IPAM stopped", "error", err)
-				p.Shutdowner.Shutdown(hive.ShutdownWithError(err))
-			}
-		})
+	p.Jobs.Add(job.OneShot("allocate", func(ctx context.Context, health cell.Health) error {
+		runTerms(ctx, p, health)
 		return nil
 	}))
 	return nil
 }
 
-// allocate is the leader's loop: it feeds pool and Service changes to the
-// engine and writes the decisions to the tables.
-func allocate(ctx context.Context, p params) error {
+// allocate is the leader's loop for one term: it catches up with the API
+// server, builds a fresh engine from what the Services already hold, then
+// feeds pool and Service changes to it and writes its decisions, stamped
+// with the term, to the tables.
+func allocate(ctx context.Context, p params, term uint64) error {
 	if err := waitInitialized(ctx, p); err != nil {
 		return err
 	}
+	start := time.Now()
+	// Bounded: a catch-up that cannot finish (a watch that never recovers)
+	// is retried from a fresh list, with an error in the log and health.
+	cctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
+	err := p.Freshness.CatchUp(cctx, tables.ServicesTableName, tables.LBPoolsTableName)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("catching up with the API server: %w", err)
+	}
+	caughtUp := time.Since(start)
+
 	wtxn := p.DB.WriteTxn(p.Services, p.Pools)
 	svcChanges, err := p.Services.Changes(wtxn)
 	if err != nil {
@@ -95,7 +108,7 @@ func allocate(ctx context.Context, p params) error {
 		svcs, svcWatch := svcChanges.Next(txn)
 		if first {
 			// Re-import what the Services already have, oldest first, before
-			// anything new is handed out: a restart never re-IPs a Service.
+			// anything new is handed out: a new term never re-IPs a Service.
 			var rows []*tables.Service
 			for ch := range svcs {
 				if !ch.Deleted {
@@ -111,19 +124,24 @@ func allocate(ctx context.Context, p params) error {
 			for _, r := range rows {
 				e.Restore(r)
 			}
-			p.Log.Info("Restored allocations from Service status", "services", len(rows))
+			p.Log.Info("Restored allocations from Service status", "term", term, "services", len(rows), "caught-up-in", caughtUp.Round(time.Millisecond))
 			first = false
 		} else {
 			for ch := range svcs {
-				if ch.Deleted {
+				switch {
+				case ch.Deleted:
 					e.DeleteService(ch.Object.Key())
-				} else {
+				case !e.Knows(ch.Object.Key()):
+					// A Service first seen in this term keeps a valid, free IP
+					// its status already shows, as on a restart.
+					e.Restore(ch.Object)
+				default:
 					e.UpsertService(ch.Object)
 				}
 			}
 		}
 		if res := e.Evaluate(); !res.Empty() {
-			write(p, res)
+			write(p, res, term)
 		}
 		select {
 		case <-ctx.Done():
@@ -152,11 +170,12 @@ func waitInitialized(ctx context.Context, p params) error {
 }
 
 // write stores one round of decisions; the reconcilers take it from there.
-func write(p params, res Result) {
+func write(p params, res Result, term uint64) {
 	wtxn := p.DB.WriteTxn(p.Allocations, p.PoolStatus)
 	defer wtxn.Commit()
 	for _, a := range res.Allocations {
 		a = a.Clone()
+		a.Term = term
 		a.Status = reconciler.StatusPending()
 		_, _, _ = p.Allocations.Insert(wtxn, a)
 		if a.Managed && !a.Satisfied {
@@ -170,6 +189,7 @@ func write(p params, res Result) {
 	}
 	for _, st := range res.PoolStatuses {
 		st = st.Clone()
+		st.Term = term
 		st.Status = reconciler.StatusPending()
 		_, _, _ = p.PoolStatus.Insert(wtxn, st)
 	}

@@ -23,5 +23,7 @@ func (p *poolState) computeStatus() *tables.LBPoolStatus {
 		Total:              total.String(),
 		Available:          avail.String(),
 		Used:               new(big.Int).SetUint64(used).String(),
+		SelectorError:      p.row.SelectorError,
+		BlockErrors:        p.row.BlockErrors,
 	}
 }

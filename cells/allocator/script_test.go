@@ -43,17 +43,19 @@ func TestScript(t *testing.T) {
 						return r.NewGroup(h, job.WithLogger(l))
 					}),
 					cell.Provide(
-						tables.NewServicesTable, tables.NewLBPoolsTable,
+						tables.NewServicesTable, tables.NewLBPoolsTable, tables.NewLeadershipTable,
 						statedb.RWTable[*tables.Service].ToTable,
 						statedb.RWTable[*tables.LBPool].ToTable,
+						statedb.RWTable[*tables.Leadership].ToTable,
+						func() tables.Freshness { return alwaysFresh{} },
 						newK8sCommands,
 					),
 				),
-				cell.Module("lb-ipam-test", "LB IPAM with fixed leadership",
+				cell.Module("lb-ipam-test", "LB IPAM",
 					cell.ProvidePrivate(func(r job.Registry, h cell.Health, l *slog.Logger) job.Group {
 						return r.NewGroup(h, job.WithLogger(l))
 					}),
-					module(func() leadership { return alwaysLeader{} }),
+					Cell,
 				),
 			)
 			flags := pflag.NewFlagSet("", pflag.ContinueOnError)
@@ -72,16 +74,21 @@ func TestScript(t *testing.T) {
 		}, nil, "testdata/*.txtar")
 }
 
-// alwaysLeader leads from start to stop.
-type alwaysLeader struct{}
+// alwaysFresh: the script writes the tables directly, so they are always
+// as fresh as the (imaginary) API server.
+type alwaysFresh struct{}
 
-func (alwaysLeader) Run(ctx context.Context, _ cell.Health, lead func(context.Context)) { lead(ctx) }
+func (alwaysFresh) CatchUp(context.Context, ...string) error { return nil }
 
-// k8sCommands turns manifests into table rows, as the k8s-watch cell does.
+// k8sCommands turns manifests into table rows, as the k8s-watch cell does,
+// and plays the election cell: the agent leads (term 1) until the script
+// says otherwise with leader/lose and leader/lead.
 type k8sCommands struct {
-	db       *statedb.DB
-	services statedb.RWTable[*tables.Service]
-	pools    statedb.RWTable[*tables.LBPool]
+	db         *statedb.DB
+	services   statedb.RWTable[*tables.Service]
+	pools      statedb.RWTable[*tables.LBPool]
+	leadership statedb.RWTable[*tables.Leadership]
+	term       uint64
 	// clock stamps objects without a creationTimestamp, one second apart
 	// in the order applied, so "older" means "applied earlier".
 	clock time.Time
@@ -90,11 +97,12 @@ type k8sCommands struct {
 	synced func(statedb.WriteTxn)
 }
 
-func newK8sCommands(db *statedb.DB, s statedb.RWTable[*tables.Service], p statedb.RWTable[*tables.LBPool]) hive.ScriptCmdsOut {
-	k := &k8sCommands{db: db, services: s, pools: p, clock: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	wtxn := db.WriteTxn(s, p)
+func newK8sCommands(db *statedb.DB, s statedb.RWTable[*tables.Service], p statedb.RWTable[*tables.LBPool], l statedb.RWTable[*tables.Leadership]) hive.ScriptCmdsOut {
+	k := &k8sCommands{db: db, services: s, pools: p, leadership: l, clock: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	wtxn := db.WriteTxn(s, p, l)
 	doneSvcs := s.RegisterInitializer(wtxn, "script")
 	donePools := p.RegisterInitializer(wtxn, "script")
+	k.setLeading(wtxn, true)
 	wtxn.Commit()
 	k.synced = func(txn statedb.WriteTxn) { doneSvcs(txn); donePools(txn) }
 	return hive.NewScriptCmds(map[string]script.Cmd{
@@ -108,7 +116,29 @@ func newK8sCommands(db *statedb.DB, s statedb.RWTable[*tables.Service], p stated
 				wtxn.Commit()
 				return nil, nil
 			}),
+		"leader/lose": k.leaderCmd(false, "End this agent's LB IPAM term"),
+		"leader/lead": k.leaderCmd(true, "Start a new LB IPAM term"),
 	})
+}
+
+func (k *k8sCommands) leaderCmd(lead bool, summary string) script.Cmd {
+	return script.Command(script.CmdUsage{Summary: summary},
+		func(*script.State, ...string) (script.WaitFunc, error) {
+			wtxn := k.db.WriteTxn(k.leadership)
+			k.setLeading(wtxn, lead)
+			wtxn.Commit()
+			return nil, nil
+		})
+}
+
+func (k *k8sCommands) setLeading(wtxn statedb.WriteTxn, lead bool) {
+	row := &tables.Leadership{Lease: tables.LBIPAMLease, Identity: "script", Holder: "someone-else", Term: k.term}
+	if lead {
+		k.term++
+		row.Term, row.Leading, row.Holder = k.term, true, "script"
+		row.ValidUntil = time.Now().Add(time.Hour)
+	}
+	_, _, _ = k.leadership.Insert(wtxn, row)
 }
 
 func (k *k8sCommands) cmd(del bool) script.Cmd {

@@ -1,13 +1,17 @@
 // Package poolstatus writes the status LB IPAM computes for each
 // CiliumLoadBalancerIPPool: the cilium.io/PoolConflict condition and the
-// cilium.io/IPsTotal, IPsAvailable and IPsUsed counts, and records an Event
-// when a pool starts conflicting or runs out of addresses.
+// cilium.io/IPsTotal, IPsAvailable and IPsUsed counts, Herald's
+// io.cilium/bad-service-selector and io.cilium/bad-blocks, and records an
+// Event when a pool starts conflicting, runs out of addresses or has an
+// invalid selector or block.
 //
-// Reads: tables lb-pool-status and lb-pools.
-// Writes: pool status (merge patch of the status subresource), Events.
+// Reads: tables lb-pool-status, lb-pools and leadership.
+// Writes: pool status (merge patch of the status subresource, conditional
+// on the pool's resourceVersion and fenced by the LB IPAM term), Events.
 package poolstatus
 
 import (
+	"context"
 	"time"
 
 	"github.com/cilium/hive/cell"
@@ -26,9 +30,26 @@ var Cell = cell.Module(
 	cell.Invoke(registerReconciler),
 )
 
-func registerReconciler(p reconciler.Params, status statedb.RWTable[*tables.LBPoolStatus], pools statedb.Table[*tables.LBPool], client versioned.Interface, rec record.EventRecorder) error {
-	w := &statusWriter{client: client, pools: pools, events: rec, now: time.Now}
-	_, err := reconciler.Register(p, status,
+type params struct {
+	cell.In
+
+	Reconcile  reconciler.Params
+	Status     statedb.RWTable[*tables.LBPoolStatus]
+	Pools      statedb.Table[*tables.LBPool]
+	Leadership statedb.Table[*tables.Leadership]
+	Client     versioned.Interface
+	Events     record.EventRecorder
+}
+
+func registerReconciler(p params) error {
+	w := &statusWriter{
+		client: p.Client, pools: p.Pools, events: p.Events, now: time.Now, log: p.Reconcile.Log,
+		fence: func(ctx context.Context, term uint64) (context.Context, context.CancelFunc, error) {
+			l, _, _ := p.Leadership.Get(p.Reconcile.DB.ReadTxn(), tables.LeadershipLeaseIndex.Query(tables.LBIPAMLease))
+			return l.Fence(ctx, term, time.Now())
+		},
+	}
+	_, err := reconciler.Register(p.Reconcile, p.Status,
 		(*tables.LBPoolStatus).Clone,
 		(*tables.LBPoolStatus).SetStatus,
 		(*tables.LBPoolStatus).GetStatus,

@@ -1,6 +1,7 @@
 package poolstatus
 
 import (
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,7 @@ func desiredConditions(st *tables.LBPoolStatus, current []metav1.Condition, now 
 		count(tables.ConditionIPsAvailable, st.Available),
 		count(tables.ConditionIPsUsed, st.Used),
 	}
+	want = append(want, mistakes(st, current)...)
 	stamp := metav1.NewTime(now.UTC().Truncate(time.Second))
 	for i := range want {
 		want[i].ObservedGeneration = st.ObservedGeneration
@@ -49,9 +51,43 @@ func desiredConditions(st *tables.LBPoolStatus, current []metav1.Condition, now 
 	return want
 }
 
+// mistakes renders the pool's own errors as conditions: True while the
+// mistake is there, False once it is fixed, absent if it never happened.
+func mistakes(st *tables.LBPoolStatus, current []metav1.Condition) []metav1.Condition {
+	var out []metav1.Condition
+	for _, m := range []struct{ typ, err string }{
+		{tables.ConditionPoolBadServiceSelector, st.SelectorError},
+		{tables.ConditionPoolBadBlocks, strings.Join(st.BlockErrors, "; ")},
+	} {
+		switch {
+		case m.err != "":
+			msg := m.err
+			if m.typ == tables.ConditionPoolBadServiceSelector {
+				msg += "; the pool selects no Service until this is fixed"
+			} else {
+				msg += "; these blocks are ignored"
+			}
+			out = append(out, metav1.Condition{Type: m.typ, Status: metav1.ConditionTrue, Reason: tables.ReasonError, Message: msg})
+		case hasCondition(current, m.typ):
+			out = append(out, metav1.Condition{Type: m.typ, Status: metav1.ConditionFalse, Reason: tables.ReasonResolved})
+		}
+	}
+	return out
+}
+
+func hasCondition(cs []metav1.Condition, typ string) bool {
+	for _, c := range cs {
+		if c.Type == typ {
+			return true
+		}
+	}
+	return false
+}
+
 func isOurs(typ string) bool {
 	switch typ {
-	case tables.ConditionPoolConflict, tables.ConditionIPsTotal, tables.ConditionIPsAvailable, tables.ConditionIPsUsed:
+	case tables.ConditionPoolConflict, tables.ConditionIPsTotal, tables.ConditionIPsAvailable, tables.ConditionIPsUsed,
+		tables.ConditionPoolBadServiceSelector, tables.ConditionPoolBadBlocks:
 		return true
 	}
 	return false

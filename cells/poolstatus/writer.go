@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/cilium/statedb"
@@ -19,11 +21,19 @@ import (
 
 // Event reasons on pools.
 const (
-	EventConflict  = "PoolConflict"
-	EventExhausted = "PoolExhausted"
+	EventConflict        = "PoolConflict"
+	EventExhausted       = "PoolExhausted"
+	EventInvalidSelector = "InvalidServiceSelector"
+	EventInvalidBlocks   = "InvalidBlocks"
 )
 
+// fence returns a context for a write of the given term, or an error when
+// the write must not go out.
+type fence func(ctx context.Context, term uint64) (context.Context, context.CancelFunc, error)
+
 type statusWriter struct {
+	fence  fence
+	log    *slog.Logger
 	client versioned.Interface
 	pools  statedb.Table[*tables.LBPool]
 	events record.EventRecorder
@@ -40,15 +50,21 @@ func (w *statusWriter) Update(ctx context.Context, txn statedb.ReadTxn, _ stated
 		return nil
 	}
 	// Herald is the only writer of these conditions; a merge patch of the
-	// whole list, guarded by the UID, is enough.
+	// whole list, guarded by the UID and the resourceVersion it was
+	// computed from, is enough.
 	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"uid": pool.UID},
+		"metadata": map[string]any{"uid": pool.UID, "resourceVersion": pool.ResourceVersion},
 		"status":   map[string]any{"conditions": want},
 	})
 	if err != nil {
 		return err
 	}
-	_, err = w.client.CiliumV2alpha1().CiliumLoadBalancerIPPools().Patch(ctx, st.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: tables.HeraldFieldManager}, "status")
+	wctx, cancel, err := w.fence(ctx, st.Term)
+	if err != nil {
+		return fmt.Errorf("pool %s: %w", st.Name, err)
+	}
+	defer cancel()
+	_, err = w.client.CiliumV2alpha1().CiliumLoadBalancerIPPools().Patch(wctx, st.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: tables.HeraldFieldManager}, "status")
 	if err != nil {
 		return fmt.Errorf("pool %s: %w", st.Name, err)
 	}
@@ -63,6 +79,18 @@ func (w *statusWriter) recordEvents(st *tables.LBPoolStatus, pool *tables.LBPool
 	old, _ := pool.Condition(tables.ConditionPoolConflict)
 	if st.Conflicting && (old.Status != metav1.ConditionTrue || old.Message != st.ConflictMessage) {
 		w.events.Event(ref, corev1.EventTypeWarning, EventConflict, st.ConflictMessage+"; no new IPs are allocated from this pool")
+	}
+	for _, m := range []struct{ typ, reason, what, err string }{
+		{tables.ConditionPoolBadServiceSelector, EventInvalidSelector, "serviceSelector is invalid, the pool selects no Service", st.SelectorError},
+		{tables.ConditionPoolBadBlocks, EventInvalidBlocks, "blocks are invalid and ignored", strings.Join(st.BlockErrors, "; ")},
+	} {
+		if m.err == "" {
+			continue
+		}
+		if old, _ := pool.Condition(m.typ); old.Status != metav1.ConditionTrue || !strings.HasPrefix(old.Message, m.err) {
+			w.events.Event(ref, corev1.EventTypeWarning, m.reason, m.err)
+			w.log.Warn("Pool "+m.what, "pool", pool.Name, "error", m.err)
+		}
 	}
 	oldAvail, _ := pool.Condition(tables.ConditionIPsAvailable)
 	if st.Available == "0" && st.Total != "0" && oldAvail.Message != "0" {

@@ -3,11 +3,18 @@
 // io.cilium/lb-ipam-request-satisfied condition, and records Events on the
 // Service when IPs are assigned or released or the request is pending.
 //
-// Reads: tables lb-allocations and services.
+// Reads: tables lb-allocations, services and leadership.
 // Writes: Service status (server-side apply, field manager "herald"), Events.
+//
+// Every write is fenced twice: it goes out only while the LB IPAM term it
+// was decided in is still valid (tables.Leadership.Fence, checked right
+// before sending), and it is conditional on the resourceVersion of the
+// Service it was checked against, so that it fails rather than overwrite a
+// newer leader's write.
 package servicestatus
 
 import (
+	"context"
 	"time"
 
 	"github.com/cilium/hive/cell"
@@ -30,16 +37,18 @@ var Cell = cell.Module(
 type params struct {
 	cell.In
 
-	Reconcile reconciler.Params
-	Allocs    statedb.RWTable[*tables.LBAllocation]
-	Services  statedb.Table[*tables.Service]
-	Kube      kubernetes.Interface
-	Events    record.EventRecorder
-	Metrics   prometheus.Registerer `optional:"true"`
+	Reconcile  reconciler.Params
+	Allocs     statedb.RWTable[*tables.LBAllocation]
+	Services   statedb.Table[*tables.Service]
+	Leadership statedb.Table[*tables.Leadership]
+	Kube       kubernetes.Interface
+	Events     record.EventRecorder
+	Metrics    prometheus.Registerer `optional:"true"`
 }
 
 func registerReconciler(p params) error {
 	ops := &statusWriter{kube: p.Kube, services: p.Services, events: p.Events, log: p.Reconcile.Log, now: time.Now,
+		fence: leaderFence(p.Reconcile.DB, p.Leadership),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "herald_lbipam_assignment_latency_seconds",
 			Help:    "From a Service's creation to its first IP written into its status.",
@@ -58,4 +67,13 @@ func registerReconciler(p params) error {
 		reconciler.WithRefreshing(10*time.Minute, nil),
 	)
 	return err
+}
+
+// leaderFence checks, at the moment of a write, that the LB IPAM term a
+// decision was made in still allows writing.
+func leaderFence(db *statedb.DB, leadership statedb.Table[*tables.Leadership]) fence {
+	return func(ctx context.Context, term uint64) (context.Context, context.CancelFunc, error) {
+		l, _, _ := leadership.Get(db.ReadTxn(), tables.LeadershipLeaseIndex.Query(tables.LBIPAMLease))
+		return l.Fence(ctx, term, time.Now())
+	}
 }

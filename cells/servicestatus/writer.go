@@ -36,7 +36,12 @@ const (
 // a burst of new Services, few enough not to swamp the API server.
 const parallelWrites = 16
 
+// fence returns a context for a write of the given term, or an error when
+// the write must not go out.
+type fence func(ctx context.Context, term uint64) (context.Context, context.CancelFunc, error)
+
 type statusWriter struct {
+	fence    fence
 	kube     kubernetes.Interface
 	services statedb.Table[*tables.Service]
 	events   record.EventRecorder
@@ -53,7 +58,12 @@ func (w *statusWriter) Update(ctx context.Context, txn statedb.ReadTxn, _ stated
 	if upToDate(a, svc) {
 		return nil
 	}
-	if err := w.apply(ctx, a, svc); err != nil {
+	wctx, cancel, err := w.fence(ctx, a.Term)
+	if err != nil {
+		return fmt.Errorf("service %s: %w", a.Key(), err)
+	}
+	defer cancel()
+	if err := w.apply(wctx, a, svc); err != nil {
 		return fmt.Errorf("service %s: %w", a.Key(), err)
 	}
 	w.recordEvents(a, svc)
@@ -62,7 +72,10 @@ func (w *statusWriter) Update(ctx context.Context, txn statedb.ReadTxn, _ stated
 
 // apply writes the decision with server-side apply. Only the fields Herald
 // owns are touched: other conditions and other managers' fields stay, and
-// an apply without ingress or condition removes Herald's.
+// an apply without ingress or condition removes Herald's. The apply is
+// conditional on the resourceVersion the decision was checked against: if
+// anyone (a newer leader above all) wrote the Service since, it fails with
+// a conflict and is retried from the new version.
 func (w *statusWriter) apply(ctx context.Context, a *tables.LBAllocation, svc *tables.Service) error {
 	status := corev1ac.ServiceStatus()
 	lb := corev1ac.LoadBalancerStatus()
@@ -80,7 +93,7 @@ func (w *statusWriter) apply(ctx context.Context, a *tables.LBAllocation, svc *t
 			WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(c.LastTransitionTime))
 	}
 	status.WithLoadBalancer(lb)
-	cfg := corev1ac.Service(a.Name, a.Namespace).WithStatus(status)
+	cfg := corev1ac.Service(a.Name, a.Namespace).WithResourceVersion(svc.ResourceVersion).WithStatus(status)
 	_, err := w.kube.CoreV1().Services(a.Namespace).ApplyStatus(ctx, cfg,
 		metav1.ApplyOptions{FieldManager: tables.HeraldFieldManager, Force: true})
 	return err

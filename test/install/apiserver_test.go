@@ -222,7 +222,7 @@ func TestRBACGrants(t *testing.T) {
 		{"get", "", "nodes", "", ""}, {"list", "", "nodes", "", ""}, {"watch", "", "nodes", "", ""},
 		{"get", "coordination.k8s.io", "leases", "", "kube-system"}, {"list", "coordination.k8s.io", "leases", "", "kube-system"},
 		{"create", "coordination.k8s.io", "leases", "", "kube-system"}, {"update", "coordination.k8s.io", "leases", "", "kube-system"},
-		{"delete", "coordination.k8s.io", "leases", "", "kube-system"},
+		{"delete", "coordination.k8s.io", "leases", "", "kube-system"}, {"watch", "coordination.k8s.io", "leases", "", "kube-system"},
 		{"create", "", "events", "", "default"}, {"patch", "", "events", "", "default"}, {"update", "", "events", "", "some-namespace"},
 	}
 	denied := []access{
@@ -232,7 +232,6 @@ func TestRBACGrants(t *testing.T) {
 		{"update", "cilium.io", "ciliumloadbalancerippools", "", ""}, {"patch", "cilium.io", "ciliuml2announcementpolicies", "", ""},
 		{"patch", "", "nodes", "", ""}, {"update", "", "nodes", "status", ""},
 		{"get", "coordination.k8s.io", "leases", "", "default"}, {"create", "coordination.k8s.io", "leases", "", "kube-node-lease"},
-		{"watch", "coordination.k8s.io", "leases", "", "kube-system"},
 		{"create", "events.k8s.io", "events", "", "default"},
 		{"get", "", "secrets", "", "kube-system"}, {"list", "", "configmaps", "", "kube-system"}, {"list", "", "pods", "", ""},
 	}

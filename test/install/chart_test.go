@@ -490,7 +490,7 @@ func TestRBAC(t *testing.T) {
 	if got := flatten(cr.Rules); !reflect.DeepEqual(got, wantCluster) {
 		t.Errorf("ClusterRole grants\n%v\nwant\n%v", got, wantCluster)
 	}
-	wantRole := gvs("coordination.k8s.io", "leases", "create", "delete", "get", "list", "update")
+	wantRole := gvs("coordination.k8s.io", "leases", "create", "delete", "get", "list", "update", "watch")
 	if got := flatten(role.Rules); !reflect.DeepEqual(got, wantRole) {
 		t.Errorf("Role grants\n%v\nwant\n%v", got, wantRole)
 	}

@@ -311,7 +311,8 @@ func (a *agent) waitSeen(t testing.TB, ns, name string) {
 	})
 }
 
-// leaseHolder returns the holderIdentity of the LB IPAM Lease ("" if none).
+// leaseHolder returns the node of the LB IPAM Lease's holder ("" if none).
+// An agent's identity is "<node>_<uuid>", unique per process.
 func leaseHolder() (string, error) {
 	l, err := kube.CoordinationV1().Leases(leaseNS).Get(context.Background(), leaseName, metav1.GetOptions{})
 	if err != nil {
@@ -320,7 +321,8 @@ func leaseHolder() (string, error) {
 	if l.Spec.HolderIdentity == nil {
 		return "", nil
 	}
-	return *l.Spec.HolderIdentity, nil
+	node, _, _ := strings.Cut(*l.Spec.HolderIdentity, "_")
+	return node, nil
 }
 
 // waitLeader waits until the agent holds the LB IPAM Lease.

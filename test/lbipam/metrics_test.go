@@ -148,7 +148,7 @@ spec:
 	})
 
 	code, body, err := httpGet("http://" + healthAddr + "/healthz")
-	if err != nil || code != http.StatusOK || !strings.Contains(body, "lb-ipam.job-leader-election: OK leading") {
+	if err != nil || code != http.StatusOK || !strings.Contains(body, "lb-ipam.job-allocate: OK leading") {
 		t.Fatalf("/healthz: %d %v\n%s", code, err, body)
 	}
 	if code, _, err := httpGet("http://" + healthAddr + "/livez"); err != nil || code != http.StatusOK {
