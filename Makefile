@@ -12,9 +12,11 @@ CLUSTER_DIR   ?= $(OUTPUT)/demo
 HERALD_APISERVER_PORT ?= 16443
 HERALD_ETCD_PORT      ?= 12379
 export CLUSTER_DIR HERALD_APISERVER_PORT HERALD_ETCD_PORT
+# The oldest Kubernetes Herald supports; its kube-apiserver is built by `make tools` too.
+OLDEST_KUBE_VERSION := $(shell sed -n 's/^KUBE_OLDEST_VERSION=//p' install/dev/kube-versions.sh)
 
 .PHONY: all build test test-unit test-integration generate verify-generate lint fuzz demo \
-        cluster-up cluster-down bench-alloc bench-l2 manifests demo-down tools clean
+        cluster-up cluster-down bench-alloc bench-failover bench-l2 manifests demo-down tools clean
 
 all: build
 
@@ -45,7 +47,7 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 test-unit:
-	$(GO) test -race ./cells/... ./tables/... ./daemon/... ./api/... ./cmd/...
+	$(GO) test -race ./cells/... ./tables/... ./daemon/... ./api/... ./cmd/... ./hack/...
 
 ## fuzz: run every fuzz target briefly (the seed corpus also runs in test-unit).
 FUZZTIME ?= 10s
@@ -53,8 +55,12 @@ fuzz:
 	hack/fuzz.sh $(FUZZTIME)
 
 ## test-integration: real kube-apiserver, real network namespaces and packets (needs root).
+## Everything runs against the current kube-apiserver; the CRDs, the install manifests and one
+## LB IPAM smoke test (a pool, a Service, its IP) run against the oldest supported one too.
 test-integration: tools build
 	$(GO) test -race -count=1 -timeout 40m ./bpf/... ./test/...
+	HERALD_KUBE_VERSION=$(OLDEST_KUBE_VERSION) $(GO) test -race -count=1 ./test/crdvalidation/ ./test/install/
+	HERALD_KUBE_VERSION=$(OLDEST_KUBE_VERSION) $(GO) test -race -count=1 ./test/lbipam/ -run '^TestServices$$'
 
 test: tools lint verify-generate test-unit fuzz test-integration
 
@@ -72,6 +78,12 @@ demo-down:
 
 bench-alloc: tools build
 	hack/bench-alloc.sh
+
+## bench-failover: how long new Services wait for an IP while the allocating agent keeps being killed.
+BENCH_FAILOVER_FLAGS ?= -duration 2m -kill-every 10s -rate 10
+bench-failover: tools build
+	$(GO) build -o $(BIN)/bench-failover ./test/bench/cmd/bench-failover
+	$(BIN)/bench-failover $(BENCH_FAILOVER_FLAGS)
 
 ## bench-l2: failover times, ARP reply latency and Lease API load on namespaces (needs root).
 bench-l2: tools build
