@@ -50,7 +50,7 @@ test-unit:
 	$(GO) test -race ./cells/... ./tables/... ./daemon/... ./api/... ./cmd/... ./hack/...
 
 ## fuzz: run every fuzz target briefly (the seed corpus also runs in test-unit).
-FUZZTIME ?= 10s
+FUZZTIME ?= 200000x
 fuzz:
 	hack/fuzz.sh $(FUZZTIME)
 
