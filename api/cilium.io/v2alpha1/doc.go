@@ -1,9 +1,12 @@
 // Package v2alpha1 holds the Go types of Herald's cilium.io/v2alpha1 API:
-// the CiliumLoadBalancerIPPool CRD, wire-compatible with Cilium's LB IPAM.
+// the CiliumLoadBalancerIPPool and CiliumL2AnnouncementPolicy CRDs,
+// wire-compatible with Cilium's LB IPAM and L2 announcements, and the
+// CiliumPodIPPool CRD of multi-pool pod IPAM.
 //
 // The CRD YAML (install/crds/), the deep-copy functions and the typed
 // clientset (api/client/) are generated from these types by hack/generate.sh.
-// The same schema is also served as cilium.io/v2 (see hack/crd-versions).
+// CiliumLoadBalancerIPPool's schema is also served as cilium.io/v2 (see
+// hack/crd-versions).
 //
 // +k8s:deepcopy-gen=package
 // +groupName=cilium.io

@@ -17,6 +17,12 @@ const (
 	PoolKind    = "CiliumLoadBalancerIPPool"
 	PoolPlural  = "ciliumloadbalancerippools"
 	PoolCRDName = PoolPlural + "." + GroupName
+
+	// PodIPPoolKind, PodIPPoolPlural and PodIPPoolCRDName name the
+	// CiliumPodIPPool resource of multi-pool IPAM.
+	PodIPPoolKind    = "CiliumPodIPPool"
+	PodIPPoolPlural  = "ciliumpodippools"
+	PodIPPoolCRDName = PodIPPoolPlural + "." + GroupName
 )
 
 // SchemeGroupVersion is the group version used to register these objects.
@@ -46,6 +52,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&CiliumLoadBalancerIPPoolList{},
 		&CiliumL2AnnouncementPolicy{},
 		&CiliumL2AnnouncementPolicyList{},
+		&CiliumPodIPPool{},
+		&CiliumPodIPPoolList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -30,6 +30,7 @@ type CiliumV2alpha1Interface interface {
 	RESTClient() rest.Interface
 	CiliumL2AnnouncementPoliciesGetter
 	CiliumLoadBalancerIPPoolsGetter
+	CiliumPodIPPoolsGetter
 }
 
 // CiliumV2alpha1Client is used to interact with features provided by the cilium.io group.
@@ -43,6 +44,10 @@ func (c *CiliumV2alpha1Client) CiliumL2AnnouncementPolicies() CiliumL2Announceme
 
 func (c *CiliumV2alpha1Client) CiliumLoadBalancerIPPools() CiliumLoadBalancerIPPoolInterface {
 	return newCiliumLoadBalancerIPPools(c)
+}
+
+func (c *CiliumV2alpha1Client) CiliumPodIPPools() CiliumPodIPPoolInterface {
+	return newCiliumPodIPPools(c)
 }
 
 // NewForConfig creates a new CiliumV2alpha1Client for the given config.

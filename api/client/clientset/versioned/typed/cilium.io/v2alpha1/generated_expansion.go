@@ -21,3 +21,5 @@ package v2alpha1
 type CiliumL2AnnouncementPolicyExpansion interface{}
 
 type CiliumLoadBalancerIPPoolExpansion interface{}
+
+type CiliumPodIPPoolExpansion interface{}
