@@ -30,11 +30,13 @@ echo ">> deepcopy"
 
 echo ">> clientset"
 # Generated aside and then swapped in, so that files of removed types do not
-# linger and a failed run leaves the old clientset in place.
+# linger and a failed run leaves the old clientset in place. One --input per
+# API version: the clientset gets CiliumV2alpha1() and CiliumV2().
 "$tmp/bin/client-gen" \
 	--clientset-name versioned \
 	--input-base "$MODULE/api" \
 	--input cilium.io/v2alpha1 \
+	--input cilium.io/v2 \
 	--output-dir "$tmp/clientset" \
 	--output-pkg "$MODULE/api/client/clientset" \
 	--go-header-file "$HEADER"

@@ -22,6 +22,7 @@ import (
 	fmt "fmt"
 	http "net/http"
 
+	ciliumv2 "github.com/heraldlb/herald/api/client/clientset/versioned/typed/cilium.io/v2"
 	ciliumv2alpha1 "github.com/heraldlb/herald/api/client/clientset/versioned/typed/cilium.io/v2alpha1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
@@ -31,17 +32,24 @@ import (
 type Interface interface {
 	Discovery() discovery.DiscoveryInterface
 	CiliumV2alpha1() ciliumv2alpha1.CiliumV2alpha1Interface
+	CiliumV2() ciliumv2.CiliumV2Interface
 }
 
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
 	ciliumV2alpha1 *ciliumv2alpha1.CiliumV2alpha1Client
+	ciliumV2       *ciliumv2.CiliumV2Client
 }
 
 // CiliumV2alpha1 retrieves the CiliumV2alpha1Client
 func (c *Clientset) CiliumV2alpha1() ciliumv2alpha1.CiliumV2alpha1Interface {
 	return c.ciliumV2alpha1
+}
+
+// CiliumV2 retrieves the CiliumV2Client
+func (c *Clientset) CiliumV2() ciliumv2.CiliumV2Interface {
+	return c.ciliumV2
 }
 
 // Discovery retrieves the DiscoveryClient
@@ -92,6 +100,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.ciliumV2, err = ciliumv2.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 
 	cs.DiscoveryClient, err = discovery.NewDiscoveryClientForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
@@ -114,6 +126,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
 	cs.ciliumV2alpha1 = ciliumv2alpha1.New(c)
+	cs.ciliumV2 = ciliumv2.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)
 	return &cs

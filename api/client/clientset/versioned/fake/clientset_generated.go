@@ -20,6 +20,8 @@ package fake
 
 import (
 	clientset "github.com/heraldlb/herald/api/client/clientset/versioned"
+	ciliumv2 "github.com/heraldlb/herald/api/client/clientset/versioned/typed/cilium.io/v2"
+	fakeciliumv2 "github.com/heraldlb/herald/api/client/clientset/versioned/typed/cilium.io/v2/fake"
 	ciliumv2alpha1 "github.com/heraldlb/herald/api/client/clientset/versioned/typed/cilium.io/v2alpha1"
 	fakeciliumv2alpha1 "github.com/heraldlb/herald/api/client/clientset/versioned/typed/cilium.io/v2alpha1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,4 +93,9 @@ var (
 // CiliumV2alpha1 retrieves the CiliumV2alpha1Client
 func (c *Clientset) CiliumV2alpha1() ciliumv2alpha1.CiliumV2alpha1Interface {
 	return &fakeciliumv2alpha1.FakeCiliumV2alpha1{Fake: &c.Fake}
+}
+
+// CiliumV2 retrieves the CiliumV2Client
+func (c *Clientset) CiliumV2() ciliumv2.CiliumV2Interface {
+	return &fakeciliumv2.FakeCiliumV2{Fake: &c.Fake}
 }

@@ -19,6 +19,7 @@ limitations under the License.
 package fake
 
 import (
+	ciliumv2 "github.com/heraldlb/herald/api/cilium.io/v2"
 	ciliumv2alpha1 "github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -32,6 +33,7 @@ var codecs = serializer.NewCodecFactory(scheme)
 
 var localSchemeBuilder = runtime.SchemeBuilder{
 	ciliumv2alpha1.AddToScheme,
+	ciliumv2.AddToScheme,
 }
 
 // AddToScheme adds all types of this clientset into the given scheme. This allows composition
