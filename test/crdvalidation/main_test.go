@@ -1,6 +1,7 @@
 // Package crdvalidation checks the CRDs in install/crds against a real
-// kube-apiserver: that valid pools are accepted under every served version and
-// that the OpenAPI and CEL rules reject bad ones with messages naming the field.
+// kube-apiserver: that valid objects (LB IPAM pools, pod IP pools, CiliumNodes)
+// are accepted under every served version and that the OpenAPI and CEL rules
+// reject bad ones with messages naming the field.
 //
 // The CRDs must install and validate the same on every Kubernetes version
 // Herald supports, so make test runs this package twice: against the current
@@ -23,9 +24,11 @@ import (
 )
 
 var (
-	// clientset speaks cilium.io/v2alpha1, the storage version.
+	// clientset speaks cilium.io/v2alpha1 (the storage version of the pools)
+	// and cilium.io/v2 (CiliumNode).
 	clientset versioned.Interface
-	// dyn reaches the other served versions, which have no Go types.
+	// dyn applies manifests untyped, as kubectl does, and reaches the
+	// served versions that have no Go types.
 	dyn dynamic.Interface
 	// testCluster is the control plane the tests run against.
 	testCluster *cluster.Cluster
