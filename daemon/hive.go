@@ -21,6 +21,9 @@ import (
 	"github.com/heraldlb/herald/cells/l2announcer"
 	"github.com/heraldlb/herald/cells/l2responder"
 	"github.com/heraldlb/herald/cells/metrics"
+	"github.com/heraldlb/herald/cells/nodeipam"
+	"github.com/heraldlb/herald/cells/noderoutes"
+	"github.com/heraldlb/herald/cells/podcidr"
 	"github.com/heraldlb/herald/cells/poolstatus"
 	"github.com/heraldlb/herald/cells/servicestatus"
 	"github.com/heraldlb/herald/daemon/agentconfig"
@@ -50,6 +53,14 @@ var Cells = []cell.Cell{
 	servicestatus.Cell,
 	// lb-pool-status → pool status conditions and Events.
 	poolstatus.Cell,
+	// Multi-pool pod IPAM (ipam: multi-pool). The allocator (leader only):
+	// pod-ip-pools × cilium-nodes × nodes → CiliumNodes' CIDRs, pool status.
+	podcidr.Cell,
+	// Every node: its CIDRs → addresses for the herald-ipam CNI plugin,
+	// the journal, its CiliumNode's requests and releases.
+	nodeipam.Cell,
+	// cilium-nodes × nodes → routes to the other nodes' pod CIDRs.
+	noderoutes.Cell,
 	// netlink → table devices (only with L2 announcements on).
 	devices.Cell,
 	// services × l2-policies × nodes × devices → Leases → table l2-announce.

@@ -131,3 +131,83 @@ var LeadershipLeaseIndex = statedb.Index[*Leadership, string]{
 func NewLeadershipTable(db *statedb.DB) (statedb.RWTable[*Leadership], error) {
 	return statedb.NewTable(db, LeadershipTableName, LeadershipLeaseIndex)
 }
+
+// LeadingTerm returns this agent's term if it leads the Lease, and a
+// channel closed when that may have changed.
+func LeadingTerm(txn statedb.ReadTxn, t statedb.Table[*Leadership], lease string) (term uint64, ok bool, watch <-chan struct{}) {
+	l, _, watch, found := t.GetWatch(txn, LeadershipLeaseIndex.Query(lease))
+	if !found || !l.Leading {
+		return 0, false, watch
+	}
+	return l.Term, true, watch
+}
+
+// TermRunner runs a leader-only job once per term of one Lease.
+type TermRunner struct {
+	DB         *statedb.DB
+	Leadership statedb.Table[*Leadership]
+	Lease      string
+	// RetryAfter paces new attempts when Run fails while its term goes on.
+	RetryAfter time.Duration
+}
+
+// Run calls run for every term this agent leads, with a context that ends
+// with the term, until ctx ends. ended is called after each run with the
+// term, run's error, and whether the term was over by then (false: run
+// failed on its own, and is tried again in the same term after RetryAfter).
+// Nothing survives from one run to the next: a new term starts afresh.
+func (r TermRunner) Run(ctx context.Context, run func(ctx context.Context, term uint64) error, ended func(term uint64, err error, termOver bool)) {
+	for {
+		term, ok := r.waitForTerm(ctx)
+		if !ok {
+			return
+		}
+		termCtx, end := context.WithCancel(ctx)
+		go func() {
+			defer end()
+			r.waitTermEnd(termCtx, term)
+		}()
+		err := run(termCtx, term)
+		termOver := termCtx.Err() != nil
+		end()
+		if ctx.Err() != nil {
+			return
+		}
+		ended(term, err, termOver)
+		if !termOver {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(r.RetryAfter):
+			}
+		}
+	}
+}
+
+func (r TermRunner) waitForTerm(ctx context.Context) (uint64, bool) {
+	for {
+		term, ok, watch := LeadingTerm(r.DB.ReadTxn(), r.Leadership, r.Lease)
+		if ok {
+			return term, true
+		}
+		select {
+		case <-ctx.Done():
+			return 0, false
+		case <-watch:
+		}
+	}
+}
+
+func (r TermRunner) waitTermEnd(ctx context.Context, term uint64) {
+	for {
+		t, ok, watch := LeadingTerm(r.DB.ReadTxn(), r.Leadership, r.Lease)
+		if !ok || t != term {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-watch:
+		}
+	}
+}

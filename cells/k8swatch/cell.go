@@ -1,9 +1,12 @@
 // Package k8swatch reflects the Kubernetes objects Herald acts on into
 // statedb tables, so that every other cell reads tables, never the API.
 //
-// Reads: Services (all namespaces), CiliumLoadBalancerIPPools and, with
-// L2 announcements on, CiliumL2AnnouncementPolicies and this agent's Node.
-// Writes: tables services, lb-pools, l2-policies and nodes.
+// Reads: Services (all namespaces), CiliumLoadBalancerIPPools; with L2
+// announcements on, CiliumL2AnnouncementPolicies and this agent's Node; with
+// multi-pool IPAM, CiliumPodIPPools, CiliumNodes, every Node, this node's
+// Pods and the Namespaces.
+// Writes: tables services, lb-pools, l2-policies, nodes, pod-ip-pools,
+// cilium-nodes, pods and namespaces.
 // Provides: tables.Freshness, with which a new leader waits until services
 // and lb-pools hold at least what the API server holds.
 package k8swatch
@@ -19,13 +22,22 @@ var Cell = cell.Module(
 	"k8s-watch",
 	"Reflects Kubernetes objects into tables",
 
-	cell.ProvidePrivate(tables.NewServicesTable, tables.NewLBPoolsTable, tables.NewL2PoliciesTable, tables.NewNodesTable, newFreshness),
+	cell.ProvidePrivate(
+		tables.NewServicesTable, tables.NewLBPoolsTable, tables.NewL2PoliciesTable, tables.NewNodesTable,
+		tables.NewPodIPPoolsTable, tables.NewCiliumNodesTable, tables.NewPodsTable, tables.NewNamespacesTable,
+		newFreshness,
+	),
 	cell.Provide(
 		(*freshness).provide,
 		statedb.RWTable[*tables.Service].ToTable,
 		statedb.RWTable[*tables.LBPool].ToTable,
 		statedb.RWTable[*tables.L2Policy].ToTable,
 		statedb.RWTable[*tables.Node].ToTable,
+		statedb.RWTable[*tables.PodIPPool].ToTable,
+		statedb.RWTable[*tables.CiliumNode].ToTable,
+		statedb.RWTable[*tables.Pod].ToTable,
+		statedb.RWTable[*tables.Namespace].ToTable,
 	),
-	cell.Invoke(reflectServices, reflectPools, reflectL2Policies, reflectLocalNode),
+	cell.Invoke(reflectServices, reflectPools, reflectL2Policies, reflectNodes,
+		reflectPodIPPools, reflectCiliumNodes, reflectLocalPods, reflectNamespaces),
 )

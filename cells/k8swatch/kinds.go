@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	v2 "github.com/heraldlb/herald/api/cilium.io/v2"
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
 	"github.com/heraldlb/herald/daemon/agentconfig"
@@ -77,16 +78,76 @@ func reflectL2Policies(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables
 	}).register(jg, nil)
 }
 
-// reflectLocalNode watches only this agent's Node: its labels decide which
-// L2 announcement policies this node takes part in.
-func reflectLocalNode(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.Node], kube kubernetes.Interface, agent agentconfig.Config, log *slog.Logger) {
-	if !agent.EnableL2Announcements {
+// reflectNodes watches the Nodes: only this agent's own with L2
+// announcements (its labels decide which policies it takes part in), every
+// Node with multi-pool IPAM (routes to their pod CIDRs, and the allocator
+// releases the CIDRs of Nodes that are gone).
+func reflectNodes(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.Node], kube kubernetes.Interface, agent agentconfig.Config, fresh *freshness, log *slog.Logger) {
+	if !agent.EnableL2Announcements && !agent.MultiPool() {
 		return
+	}
+	selector := ""
+	if !agent.MultiPool() {
+		selector = fields.OneTermEqualSelector("metadata.name", agent.Node()).String()
 	}
 	(&reflector[*corev1.Node, *tables.Node]{
 		name: "nodes", db: db, table: tbl, log: log,
-		lw:        listWatch[*corev1.NodeList](kube.CoreV1().Nodes(), fields.OneTermEqualSelector("metadata.name", agent.Node()).String()),
+		lw:        listWatch[*corev1.NodeList](kube.CoreV1().Nodes(), selector),
 		example:   &corev1.Node{},
 		transform: tables.NodeFromK8s,
+		versionOf: func(n *tables.Node) (string, string) { return n.Name, n.ResourceVersion },
+	}).register(jg, fresh)
+}
+
+// The kinds of multi-pool IPAM.
+
+func reflectPodIPPools(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.PodIPPool], herald versioned.Interface, agent agentconfig.Config, fresh *freshness, log *slog.Logger) {
+	if !agent.MultiPool() {
+		return
+	}
+	(&reflector[*v2alpha1.CiliumPodIPPool, *tables.PodIPPool]{
+		name: "pod-ip-pools", db: db, table: tbl, log: log,
+		lw:        listWatch[*v2alpha1.CiliumPodIPPoolList](herald.CiliumV2alpha1().CiliumPodIPPools(), ""),
+		example:   &v2alpha1.CiliumPodIPPool{},
+		transform: tables.PodIPPoolFromK8s,
+		versionOf: func(p *tables.PodIPPool) (string, string) { return p.Name, p.ResourceVersion },
+	}).register(jg, fresh)
+}
+
+func reflectCiliumNodes(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.CiliumNode], herald versioned.Interface, agent agentconfig.Config, fresh *freshness, log *slog.Logger) {
+	if !agent.MultiPool() {
+		return
+	}
+	(&reflector[*v2.CiliumNode, *tables.CiliumNode]{
+		name: "cilium-nodes", db: db, table: tbl, log: log,
+		lw:        listWatch[*v2.CiliumNodeList](herald.CiliumV2().CiliumNodes(), ""),
+		example:   &v2.CiliumNode{},
+		transform: tables.CiliumNodeFromK8s,
+		versionOf: func(n *tables.CiliumNode) (string, string) { return n.Name, n.ResourceVersion },
+	}).register(jg, fresh)
+}
+
+// reflectLocalPods watches the Pods scheduled to this node only.
+func reflectLocalPods(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.Pod], kube kubernetes.Interface, agent agentconfig.Config, log *slog.Logger) {
+	if !agent.MultiPool() {
+		return
+	}
+	(&reflector[*corev1.Pod, *tables.Pod]{
+		name: "pods", db: db, table: tbl, log: log,
+		lw:        listWatch[*corev1.PodList](kube.CoreV1().Pods(metav1.NamespaceAll), fields.OneTermEqualSelector("spec.nodeName", agent.Node()).String()),
+		example:   &corev1.Pod{},
+		transform: tables.PodFromK8s,
+	}).register(jg, nil)
+}
+
+func reflectNamespaces(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.Namespace], kube kubernetes.Interface, agent agentconfig.Config, log *slog.Logger) {
+	if !agent.MultiPool() {
+		return
+	}
+	(&reflector[*corev1.Namespace, *tables.Namespace]{
+		name: "namespaces", db: db, table: tbl, log: log,
+		lw:        listWatch[*corev1.NamespaceList](kube.CoreV1().Namespaces(), ""),
+		example:   &corev1.Namespace{},
+		transform: tables.NamespaceFromK8s,
 	}).register(jg, nil)
 }

@@ -4,6 +4,7 @@
 package agentconfig
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/cilium/hive/cell"
@@ -20,12 +21,36 @@ type Config struct {
 
 	EnableL2Announcements bool // enable-l2-announcements
 	EnableBGPControlPlane bool // enable-bgp-control-plane
+
+	// IPAM is the pod IPAM mode: "multi-pool" runs the pod CIDR allocator
+	// and the node IPAM behind the herald-ipam CNI plugin; "none" (the
+	// default) leaves pod addresses to another IPAM.
+	IPAM string // ipam
+}
+
+// Pod IPAM modes (the ipam key).
+const (
+	IPAMNone      = "none"
+	IPAMMultiPool = "multi-pool"
+)
+
+// MultiPool reports whether multi-pool pod IPAM is on.
+func (c Config) MultiPool() bool { return c.IPAM == IPAMMultiPool }
+
+// Validate checks the agent-wide settings.
+func (c Config) Validate() error {
+	switch c.IPAM {
+	case IPAMNone, IPAMMultiPool:
+		return nil
+	}
+	return fmt.Errorf("ipam: %q is not a mode Herald runs: %q (pod CIDRs from CiliumPodIPPools) or %q", c.IPAM, IPAMMultiPool, IPAMNone)
 }
 
 // Defaults follow the spec: IPv4 on, IPv6 and the announcers off.
 var Defaults = Config{
 	K8sNamespace: "kube-system",
 	EnableIPv4:   true,
+	IPAM:         IPAMNone,
 }
 
 func (def Config) Flags(flags *pflag.FlagSet) {
@@ -35,12 +60,15 @@ func (def Config) Flags(flags *pflag.FlagSet) {
 	flags.Bool("enable-ipv6", def.EnableIPv6, "Hand out IPv6 LoadBalancer addresses")
 	flags.Bool("enable-l2-announcements", def.EnableL2Announcements, "Announce LoadBalancer and external IPs on the local network (ARP/NDP); also makes LB IPAM handle loadBalancerClass io.cilium/l2-announcer")
 	flags.Bool("enable-bgp-control-plane", def.EnableBGPControlPlane, "Make LB IPAM handle loadBalancerClass io.cilium/bgp-control-plane")
+	flags.String("ipam", def.IPAM, `Pod IPAM mode: "multi-pool" (pod CIDRs from CiliumPodIPPools, addresses through the herald-ipam CNI plugin) or "none"`)
 }
 
 // Cell registers the agent-wide configuration.
 var Cell = cell.Group(
 	cell.Config(Defaults),
 	cell.Config(DefaultL2Leases),
+	// A mode the agent does not run stops it at start, naming the key.
+	cell.Invoke(func(c Config) error { return c.Validate() }),
 )
 
 // Node returns the node name: --node-name, else $NODE_NAME (set from the

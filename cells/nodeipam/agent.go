@@ -1,0 +1,190 @@
+package nodeipam
+
+import (
+	"log/slog"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/hive/job"
+	"github.com/cilium/statedb"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/heraldlb/herald/api/client/clientset/versioned"
+	ipamv1 "github.com/heraldlb/herald/api/ipam/v1"
+	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/tables"
+)
+
+type params struct {
+	cell.In
+
+	Config      Config
+	Agent       agentconfig.Config
+	Log         *slog.Logger
+	Lifecycle   cell.Lifecycle
+	Jobs        job.Group
+	DB          *statedb.DB
+	Kube        kubernetes.Interface
+	Herald      versioned.Interface
+	Events      record.EventRecorder
+	CiliumNodes statedb.Table[*tables.CiliumNode]
+	Pods        statedb.Table[*tables.Pod]
+	Namespaces  statedb.Table[*tables.Namespace]
+	Pools       statedb.Table[*tables.PodIPPool]
+	Nodes       statedb.Table[*tables.Node]
+	CIDRs       statedb.RWTable[*tables.NodePodCIDR]
+	Allocations statedb.RWTable[*tables.PodIPAllocation]
+}
+
+// agent ties the state to Kubernetes, the tables and the plugin.
+type agent struct {
+	params
+	node     string
+	pre      map[string]int
+	journal  *journal
+	mu       sync.Mutex // guards state
+	state    *state
+	kick     chan struct{} // asks the sync job to look again now
+	families []tables.Family
+	// suspects are attachments whose pod looked gone, and since when
+	// (collectGarbage's own state).
+	suspects map[ipamv1.Attachment]time.Time
+}
+
+// Timings of the node's pod IPAM.
+const (
+	// addWait is how long an ADD waits for a CIDR when the node is full.
+	addWait = 30 * time.Second
+	// podWait is how long an ADD waits for its Pod to show up in the pods
+	// table before asking the API server.
+	podWait = 5 * time.Second
+	// releaseSettle is how long a CIDR stays empty before it is released:
+	// pods come and go in bursts.
+	releaseSettle = 30 * time.Second
+)
+
+func register(p params) error {
+	if !p.Agent.MultiPool() {
+		return nil
+	}
+	pre, err := p.Config.preAllocation()
+	if err != nil {
+		return err
+	}
+	a := &agent{params: p, node: p.Agent.Node(), pre: pre, kick: make(chan struct{}, 1)}
+	if p.Agent.EnableIPv4 {
+		a.families = append(a.families, tables.IPv4)
+	}
+	if p.Agent.EnableIPv6 {
+		a.families = append(a.families, tables.IPv6)
+	}
+	srv := &server{agent: a}
+	p.Lifecycle.Append(cell.Hook{
+		OnStart: func(cell.HookContext) error {
+			if err := a.restore(); err != nil {
+				return err
+			}
+			return srv.start()
+		},
+		OnStop: func(ctx cell.HookContext) error { return srv.stop(ctx) },
+	})
+	p.Jobs.Add(
+		job.OneShot("sync-ciliumnode", a.syncLoop),
+		job.Timer("collect-garbage", a.collectGarbage, gcInterval),
+	)
+	return nil
+}
+
+// restore reads the journal and replays the DELs the plugin queued while
+// the agent was down, before the socket serves anything.
+func (a *agent) restore() error {
+	if err := os.MkdirAll(a.Config.IPAMStateDir, 0o700); err != nil {
+		return err
+	}
+	j, err := openJournal(a.Config.IPAMStateDir)
+	if err != nil {
+		return err
+	}
+	a.journal = j
+	entries, errs := j.load()
+	for _, err := range errs {
+		a.Log.Error("Journal entry unreadable; its address stays taken", "error", err)
+	}
+	a.state = newState(j, a.families, time.Now)
+	a.state.restore(entries)
+	a.Log.Info("Restored pod address allocations from the journal", "allocations", len(entries), "dir", j.dir)
+
+	reqs, files, errs := pendingDels(a.Config.IPAMStateDir)
+	for _, err := range errs {
+		a.Log.Error("Queued DEL unreadable", "error", err)
+	}
+	for i, r := range reqs {
+		released, err := a.state.del(r.Attachment)
+		if err != nil {
+			return err
+		}
+		_ = os.Remove(files[i])
+		a.Log.Info("Replayed a DEL queued while the agent was down", "container", r.ContainerID, "interface", r.IfName, "pod", r.Pod.Namespace+"/"+r.Pod.Name, "released", len(released))
+	}
+	a.publishAll()
+	return nil
+}
+
+// publishAll rewrites both tables from the state (start, CIDR changes).
+func (a *agent) publishAll() {
+	wtxn := a.DB.WriteTxn(a.CIDRs, a.Allocations)
+	defer wtxn.Commit()
+	_ = a.CIDRs.DeleteAll(wtxn)
+	for p, c := range a.state.cidrs {
+		_, _, _ = a.CIDRs.Insert(wtxn, &tables.NodePodCIDR{CIDR: p, Pool: c.pool, InUse: c.addrs.inUse(), Usable: c.addrs.usable(), Releasing: c.releasing, Gone: c.gone})
+	}
+	_ = a.Allocations.DeleteAll(wtxn)
+	for _, e := range a.state.allocs {
+		_, _, _ = a.Allocations.Insert(wtxn, allocationRow(e))
+	}
+	for _, e := range a.state.orphans {
+		_, _, _ = a.Allocations.Insert(wtxn, allocationRow(e))
+	}
+}
+
+// publish updates the rows of the given allocations (added or released)
+// and of their CIDRs.
+func (a *agent) publish(added, released []entry) {
+	wtxn := a.DB.WriteTxn(a.CIDRs, a.Allocations)
+	defer wtxn.Commit()
+	touched := map[netip.Prefix]bool{}
+	for _, e := range released {
+		_, _, _ = a.Allocations.Delete(wtxn, allocationRow(e))
+		touched[e.CIDR] = true
+	}
+	for _, e := range added {
+		_, _, _ = a.Allocations.Insert(wtxn, allocationRow(e))
+		touched[e.CIDR] = true
+	}
+	for p := range touched {
+		if c := a.state.cidrs[p]; c != nil {
+			_, _, _ = a.CIDRs.Insert(wtxn, &tables.NodePodCIDR{CIDR: p, Pool: c.pool, InUse: c.addrs.inUse(), Usable: c.addrs.usable(), Releasing: c.releasing, Gone: c.gone})
+		} else {
+			_, _, _ = a.CIDRs.Delete(wtxn, &tables.NodePodCIDR{CIDR: p})
+		}
+	}
+}
+
+func allocationRow(e entry) *tables.PodIPAllocation {
+	return &tables.PodIPAllocation{
+		IP: e.IP, CIDR: e.CIDR, Pool: e.Pool, Network: e.Network, ContainerID: e.ContainerID, IfName: e.IfName,
+		PodNS: e.Pod.Namespace, PodName: e.Pod.Name, PodUID: e.Pod.UID, Since: e.Since,
+	}
+}
+
+// poke wakes the sync job (the demand changed).
+func (a *agent) poke() {
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+}

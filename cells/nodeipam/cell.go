@@ -1,0 +1,74 @@
+// Package nodeipam is multi-pool IPAM on each node: it hands pod addresses
+// out of the node's CIDRs to the herald-ipam CNI plugin, journals every
+// allocation on the host, asks the pod CIDR allocator for as many addresses
+// as the node needs (spec.ipam.pools.requested of its CiliumNode), gives
+// back CIDRs it no longer needs, and collects the addresses of pods that
+// are gone.
+//
+// Reads: tables cilium-nodes (its own), pods (this node's), namespaces,
+// pod-ip-pools, nodes (its own, for the owner reference).
+// Writes: tables node-pod-cidrs and pod-ip-allocations; its CiliumNode
+// (requested, released CIDRs, status.ipam.used); the journal under
+// --ipam-state-dir; serves --ipam-socket; Events on Pods.
+package nodeipam
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/statedb"
+	"github.com/spf13/pflag"
+
+	ipamv1 "github.com/heraldlb/herald/api/ipam/v1"
+	"github.com/heraldlb/herald/tables"
+)
+
+// Config of the node's pod IPAM.
+type Config struct {
+	// IPAMMultiPoolPreAllocation is how many addresses of each pool the
+	// node keeps ready beyond what is in use ("default=8").
+	IPAMMultiPoolPreAllocation map[string]string // ipam-multi-pool-pre-allocation
+	IPAMSocket                 string            // ipam-socket
+	IPAMStateDir               string            // ipam-state-dir
+}
+
+var defaultConfig = Config{
+	IPAMMultiPoolPreAllocation: map[string]string{tables.DefaultPodIPPool: "8"},
+	IPAMSocket:                 ipamv1.DefaultSocket,
+	IPAMStateDir:               ipamv1.DefaultStateDir,
+}
+
+func (def Config) Flags(flags *pflag.FlagSet) {
+	flags.StringToString("ipam-multi-pool-pre-allocation", def.IPAMMultiPoolPreAllocation,
+		"Addresses of each pool to keep ready on the node, as <pool>=<count>; pools without an entry get exactly what is in use and pending")
+	flags.String("ipam-socket", def.IPAMSocket, "Unix socket the herald-ipam CNI plugin talks to")
+	flags.String("ipam-state-dir", def.IPAMStateDir, "Host directory of the allocation journal and of the DELs the plugin queued while the agent was down")
+}
+
+// preAllocation parses ipam-multi-pool-pre-allocation.
+func (c Config) preAllocation() (map[string]int, error) {
+	out := map[string]int{}
+	for pool, v := range c.IPAMMultiPoolPreAllocation {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("ipam-multi-pool-pre-allocation: %s=%q is not a count of addresses", pool, v)
+		}
+		out[pool] = n
+	}
+	return out, nil
+}
+
+var Cell = cell.Module(
+	"node-ipam",
+	"Pod addresses for the herald-ipam CNI plugin",
+
+	cell.Config(defaultConfig),
+	cell.ProvidePrivate(tables.NewNodePodCIDRsTable, tables.NewPodIPAllocationsTable),
+	cell.Provide(
+		statedb.RWTable[*tables.NodePodCIDR].ToTable,
+		statedb.RWTable[*tables.PodIPAllocation].ToTable,
+	),
+	cell.Invoke(register),
+)

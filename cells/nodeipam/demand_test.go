@@ -1,0 +1,20 @@
+package nodeipam
+
+import "testing"
+
+func TestNeeded(t *testing.T) {
+	for _, tt := range []struct{ inUse, pending, pre, want int }{
+		{0, 0, 8, 8},  // an idle node keeps pre addresses ready
+		{1, 0, 8, 16}, // roundUp(1+0+8, 8)
+		{8, 0, 8, 16}, // roundUp(16, 8)
+		{9, 0, 8, 24}, // roundUp(17, 8)
+		{5, 3, 8, 16}, // pending counts like in use
+		{0, 0, 0, 0},  // a pool without an entry asks for nothing idle
+		{3, 2, 0, 5},  // ... and for exactly what it uses
+		{10, 0, 16, 32},
+	} {
+		if got := needed(tt.inUse, tt.pending, tt.pre); got != tt.want {
+			t.Errorf("needed(inUse %d, pending %d, pre %d) = %d, want %d", tt.inUse, tt.pending, tt.pre, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,44 @@
+package nodeipam
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+// poolChoice is the pool a pod's address of one family comes from, and
+// what decided it (for messages and `herald-dbg`).
+type poolChoice struct {
+	Pool string
+	Why  string // e.g. `pod annotation ipam.cilium.io/ipv4-pool`
+}
+
+// choosePool applies Cilium's order: on the pod, the family's annotation
+// then ip-pool; then the same on its namespace; then the default pool. A
+// value that cannot be a pool's name is an error naming the annotation.
+func choosePool(pod, ns map[string]string, f tables.Family) (poolChoice, error) {
+	familyKey := tables.AnnotationIPv4Pool
+	if f == tables.IPv6 {
+		familyKey = tables.AnnotationIPv6Pool
+	}
+	for _, src := range []struct {
+		what string
+		ann  map[string]string
+	}{{"pod", pod}, {"namespace", ns}} {
+		for _, key := range []string{familyKey, tables.AnnotationIPPool} {
+			v, ok := src.ann[key]
+			if !ok {
+				continue
+			}
+			v = strings.TrimSpace(v)
+			if errs := validation.IsDNS1123Subdomain(v); len(errs) > 0 {
+				return poolChoice{}, fmt.Errorf("%s annotation %s: %q cannot be the name of a CiliumPodIPPool: %s", src.what, key, v, strings.Join(errs, "; "))
+			}
+			return poolChoice{Pool: v, Why: src.what + " annotation " + key}, nil
+		}
+	}
+	return poolChoice{Pool: tables.DefaultPodIPPool, Why: "no annotation: the default pool"}, nil
+}

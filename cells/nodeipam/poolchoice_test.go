@@ -1,0 +1,52 @@
+package nodeipam
+
+import (
+	"testing"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+func TestChoosePool(t *testing.T) {
+	a := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	const (
+		ip = tables.AnnotationIPPool
+		v4 = tables.AnnotationIPv4Pool
+		v6 = tables.AnnotationIPv6Pool
+	)
+	for _, tt := range []struct {
+		name    string
+		pod, ns map[string]string
+		f       tables.Family
+		want    string
+		wantErr string
+	}{
+		{"nothing: default", nil, nil, tables.IPv4, "default", ""},
+		{"pod ip-pool", a(ip, "green-pool"), nil, tables.IPv4, "green-pool", ""},
+		{"pod family beats pod ip-pool", a(ip, "green-pool", v4, "v4-pool"), nil, tables.IPv4, "v4-pool", ""},
+		{"the other family's annotation does not count", a(v6, "v6-pool"), nil, tables.IPv4, "default", ""},
+		{"IPv6 annotation for IPv6", a(ip, "green-pool", v6, "v6-pool"), nil, tables.IPv6, "v6-pool", ""},
+		{"namespace when the pod says nothing", nil, a(ip, "ns-pool"), tables.IPv4, "ns-pool", ""},
+		{"pod ip-pool beats namespace family", a(ip, "pod-pool"), a(v4, "ns-v4"), tables.IPv4, "pod-pool", ""},
+		{"namespace family beats namespace ip-pool", nil, a(ip, "ns-pool", v4, "ns-v4"), tables.IPv4, "ns-v4", ""},
+		{"bad name", a(ip, "Green Pool"), nil, tables.IPv4, "", `pod annotation ipam.cilium.io/ip-pool: "Green Pool" cannot be the name of a CiliumPodIPPool`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := choosePool(tt.pod, tt.ns, tt.f)
+			if tt.wantErr != "" {
+				if err == nil || len(err.Error()) < len(tt.wantErr) || err.Error()[:len(tt.wantErr)] != tt.wantErr {
+					t.Fatalf("err = %v, want it to start with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got.Pool != tt.want {
+				t.Fatalf("choosePool = %+v, %v; want %s", got, err, tt.want)
+			}
+		})
+	}
+}

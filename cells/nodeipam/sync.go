@@ -1,0 +1,278 @@
+package nodeipam
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/statedb"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v2 "github.com/heraldlb/herald/api/cilium.io/v2"
+	"github.com/heraldlb/herald/tables"
+)
+
+// usedEvery bounds how often status.ipam.used is written: a burst of pods
+// becomes one write.
+const usedEvery = 2 * time.Second
+
+// AgentFieldManager owns what a node's agent writes in its CiliumNode's
+// status (the addresses in use); the allocator writes as "herald".
+const AgentFieldManager = "herald-agent"
+
+// syncLoop keeps the node's CiliumNode and the state in step: the CIDRs it
+// lists become the state's, the state's demand becomes its requested list,
+// CIDRs the node no longer needs leave it, and the addresses in use are
+// listed in its status.
+func (a *agent) syncLoop(ctx context.Context, health cell.Health) error {
+	if err := a.waitTables(ctx); err != nil {
+		return nil
+	}
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	var (
+		lastAllocated []tables.PoolCIDRs
+		seen          bool
+		lastUsed      map[string]v2.AllocationIP
+		lastUsedWrite time.Time
+		usedTimer     <-chan time.Time
+	)
+	health.OK("waiting for the CiliumNode")
+	for {
+		txn := a.DB.ReadTxn()
+		cn, _, cnWatch, found := a.CiliumNodes.GetWatch(txn, tables.CiliumNodeNameIndex.Query(a.node))
+		_, poolsWatch := a.Pools.AllWatch(txn)
+		if found && (!seen || !sameAllocated(cn.Allocated, lastAllocated)) {
+			a.mu.Lock()
+			gone := a.state.setCIDRs(cn.Allocated)
+			a.mu.Unlock()
+			a.publishAll()
+			for _, g := range gone {
+				a.Log.Error("A pod CIDR left the CiliumNode while pods use it; they keep their addresses, nothing new comes from it", "node", a.node, "cidr", g)
+			}
+			lastAllocated, seen = cn.Allocated, true
+		}
+		if err := a.syncOnce(ctx, txn, cn, found); err != nil {
+			health.Degraded("cannot update the CiliumNode", err)
+			a.Log.Warn("Updating the CiliumNode failed; retrying", "node", a.node, "error", err)
+		} else if found {
+			health.OK(fmt.Sprintf("%d CIDRs", countCIDRs(cn.Allocated)))
+		}
+
+		a.mu.Lock()
+		used := a.usedMap()
+		a.mu.Unlock()
+		if found && !maps.Equal(used, lastUsed) {
+			if wait := time.Until(lastUsedWrite.Add(usedEvery)); wait > 0 {
+				if usedTimer == nil {
+					usedTimer = time.After(wait)
+				}
+			} else if err := a.writeUsed(ctx, used); err != nil {
+				a.Log.Warn("Writing the addresses in use to the CiliumNode failed; retrying", "node", a.node, "error", err)
+			} else {
+				lastUsed, lastUsedWrite, usedTimer = used, time.Now(), nil
+			}
+		}
+
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-cnWatch:
+		case <-poolsWatch:
+		case <-a.kick:
+		case <-tick.C:
+		case <-usedTimer:
+			usedTimer = nil
+		}
+	}
+}
+
+func (a *agent) waitTables(ctx context.Context) error {
+	for {
+		txn := a.DB.ReadTxn()
+		ok1, w1 := a.CiliumNodes.Initialized(txn)
+		ok2, w2 := a.Pools.Initialized(txn)
+		if ok1 && ok2 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-w1:
+		case <-w2:
+		}
+	}
+}
+
+// syncOnce writes the demand and releases what is not needed. Every write
+// is conditional on the CiliumNode's version: the allocator writes the
+// same object.
+func (a *agent) syncOnce(ctx context.Context, txn statedb.ReadTxn, cn *tables.CiliumNode, found bool) error {
+	exists := func(pool string) bool {
+		_, _, ok := a.Pools.Get(txn, tables.PodIPPoolNameIndex.Query(pool))
+		return ok
+	}
+	a.mu.Lock()
+	demand := a.state.demand(a.pre, exists)
+	a.mu.Unlock()
+	api := a.Herald.CiliumV2().CiliumNodes()
+
+	if !found {
+		obj := &v2.CiliumNode{ObjectMeta: metav1.ObjectMeta{Name: a.node}}
+		if n, _, ok := a.Nodes.Get(txn, tables.NodeNameIndex.Query(a.node)); ok && n.UID != "" {
+			// Where kube-controller-manager runs, the CiliumNode goes with
+			// its Node; elsewhere the allocator deletes it.
+			obj.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: a.node, UID: types.UID(n.UID)}}
+		}
+		obj.Spec.IPAM.Pools.Requested = requestedK8s(demand)
+		if _, err := api.Create(ctx, obj, metav1.CreateOptions{FieldManager: AgentFieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating CiliumNode %s: %w", a.node, err)
+		}
+		a.Log.Info("Created the CiliumNode", "node", a.node, "requested", demand)
+		return nil
+	}
+
+	if !sameDemand(cn.Requested, demand) {
+		patch, _ := json.Marshal(map[string]any{
+			"metadata": map[string]any{"resourceVersion": cn.ResourceVersion},
+			"spec":     map[string]any{"ipam": map[string]any{"pools": map[string]any{"requested": requestedK8s(demand)}}},
+		})
+		if _, err := api.Patch(ctx, a.node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: AgentFieldManager}); err != nil {
+			if apierrors.IsConflict(err) {
+				return nil // the next version of the row brings us back
+			}
+			return fmt.Errorf("CiliumNode %s: requested: %w", a.node, err)
+		}
+		a.Log.Info("Requested pod addresses", "node", a.node, "requested", demand)
+		return nil // one write per version: the release waits for the new row
+	}
+
+	a.mu.Lock()
+	release := a.state.releasable(demand, releaseSettle)
+	a.mu.Unlock()
+	if len(release) == 0 {
+		return nil
+	}
+	keep := without(cn.Allocated, release)
+	patch, _ := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": cn.ResourceVersion},
+		"spec":     map[string]any{"ipam": map[string]any{"pools": map[string]any{"allocated": allocatedK8s(keep)}}},
+	})
+	if _, err := api.Patch(ctx, a.node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: AgentFieldManager}); err != nil {
+		a.mu.Lock()
+		a.state.keep(release)
+		a.mu.Unlock()
+		if apierrors.IsConflict(err) {
+			return nil
+		}
+		return fmt.Errorf("CiliumNode %s: releasing %v: %w", a.node, release, err)
+	}
+	a.Log.Info("Released pod CIDRs the node no longer needs", "node", a.node, "cidrs", release)
+	return nil
+}
+
+// usedMap renders status.ipam.used: every address in use, owner
+// "namespace/pod", resource its pool.
+func (a *agent) usedMap() map[string]v2.AllocationIP {
+	out := map[string]v2.AllocationIP{}
+	for ip, e := range a.state.allocs {
+		out[ip.String()] = v2.AllocationIP{Owner: e.Pod.Namespace + "/" + e.Pod.Name, Resource: e.Pool}
+	}
+	for ip, e := range a.state.orphans {
+		out[ip.String()] = v2.AllocationIP{Owner: e.Pod.Namespace + "/" + e.Pod.Name, Resource: e.Pool}
+	}
+	return out
+}
+
+// writeUsed applies status.ipam.used with server-side apply: the agent owns
+// that map, and keys it leaves out are removed.
+func (a *agent) writeUsed(ctx context.Context, used map[string]v2.AllocationIP) error {
+	body, _ := json.Marshal(map[string]any{
+		"apiVersion": v2.SchemeGroupVersion.String(), "kind": "CiliumNode",
+		"metadata": map[string]any{"name": a.node},
+		"status":   map[string]any{"ipam": map[string]any{"used": used}},
+	})
+	force := true
+	_, err := a.Herald.CiliumV2().CiliumNodes().Patch(ctx, a.node, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: AgentFieldManager, Force: &force}, "status")
+	return err
+}
+
+func requestedK8s(ds []tables.PoolDemand) []v2.IPAMPoolRequest {
+	out := []v2.IPAMPoolRequest{}
+	for _, d := range ds {
+		out = append(out, v2.IPAMPoolRequest{Pool: d.Pool, Needed: v2.IPAMPoolDemand{IPv4Addrs: d.IPv4, IPv6Addrs: d.IPv6}})
+	}
+	return out
+}
+
+func allocatedK8s(as []tables.PoolCIDRs) []v2.IPAMPoolAllocation {
+	out := []v2.IPAMPoolAllocation{}
+	for _, a := range as {
+		if len(a.CIDRs) == 0 {
+			continue
+		}
+		x := v2.IPAMPoolAllocation{Pool: a.Pool}
+		for _, c := range a.CIDRs {
+			x.CIDRs = append(x.CIDRs, v2.IPAMPodCIDR(c.String()))
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+func without(have, drop []tables.PoolCIDRs) []tables.PoolCIDRs {
+	gone := map[netip.Prefix]bool{}
+	for _, d := range drop {
+		for _, c := range d.CIDRs {
+			gone[c] = true
+		}
+	}
+	var out []tables.PoolCIDRs
+	for _, a := range have {
+		x := tables.PoolCIDRs{Pool: a.Pool}
+		for _, c := range a.CIDRs {
+			if !gone[c] {
+				x.CIDRs = append(x.CIDRs, c)
+			}
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+func sameDemand(a, b []tables.PoolDemand) bool {
+	norm := func(ds []tables.PoolDemand) []tables.PoolDemand {
+		out := slices.DeleteFunc(slices.Clone(ds), func(d tables.PoolDemand) bool { return d.IPv4 == 0 && d.IPv6 == 0 })
+		slices.SortFunc(out, func(x, y tables.PoolDemand) int {
+			if x.Pool < y.Pool {
+				return -1
+			}
+			if x.Pool > y.Pool {
+				return 1
+			}
+			return 0
+		})
+		return out
+	}
+	return slices.Equal(norm(a), norm(b))
+}
+
+func sameAllocated(a, b []tables.PoolCIDRs) bool {
+	return slices.EqualFunc(a, b, func(x, y tables.PoolCIDRs) bool { return x.Pool == y.Pool && slices.Equal(x.CIDRs, y.CIDRs) })
+}
+
+func countCIDRs(as []tables.PoolCIDRs) int {
+	n := 0
+	for _, a := range as {
+		n += len(a.CIDRs)
+	}
+	return n
+}
