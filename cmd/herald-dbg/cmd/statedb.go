@@ -30,6 +30,7 @@ var printers = map[string]tablePrinter{
 	tables.L2AnnounceTableName:    printTable[*tables.L2AnnounceEntry](tables.L2AnnounceTableName),
 	tables.NodesTableName:         printTable[*tables.Node](tables.NodesTableName),
 	tables.L2LeaseHealthTableName: printTable[*tables.L2LeaseHealth](tables.L2LeaseHealthTableName),
+	tables.LeadershipTableName:    printTable[*tables.Leadership](tables.LeadershipTableName),
 }
 
 type row interface {
