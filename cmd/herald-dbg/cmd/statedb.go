@@ -31,6 +31,16 @@ var printers = map[string]tablePrinter{
 	tables.NodesTableName:         printTable[*tables.Node](tables.NodesTableName),
 	tables.L2LeaseHealthTableName: printTable[*tables.L2LeaseHealth](tables.L2LeaseHealthTableName),
 	tables.LeadershipTableName:    printTable[*tables.Leadership](tables.LeadershipTableName),
+	// Multi-pool IPAM.
+	tables.PodIPPoolsTableName:       printTable[*tables.PodIPPool](tables.PodIPPoolsTableName),
+	tables.CiliumNodesTableName:      printTable[*tables.CiliumNode](tables.CiliumNodesTableName),
+	tables.PodCIDRDecisionsTableName: printTable[*tables.PodCIDRDecision](tables.PodCIDRDecisionsTableName),
+	tables.PodIPPoolStatusTableName:  printTable[*tables.PodIPPoolStatus](tables.PodIPPoolStatusTableName),
+	tables.NodePodCIDRsTableName:     printTable[*tables.NodePodCIDR](tables.NodePodCIDRsTableName),
+	tables.PodIPAllocationsTableName: printTable[*tables.PodIPAllocation](tables.PodIPAllocationsTableName),
+	tables.PodsTableName:             printTable[*tables.Pod](tables.PodsTableName),
+	tables.NamespacesTableName:       printTable[*tables.Namespace](tables.NamespacesTableName),
+	tables.NodeRoutesTableName:       printTable[*tables.NodeRoute](tables.NodeRoutesTableName),
 }
 
 type row interface {
