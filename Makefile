@@ -23,6 +23,7 @@ all: build
 build:
 	$(GO) build -o $(BIN)/herald-agent ./cmd/herald-agent
 	$(GO) build -o $(BIN)/herald-dbg ./cmd/herald-dbg
+	$(GO) build -o $(BIN)/herald-ipam ./cmd/herald-ipam
 
 ## tools: Debian packages and the cached kube-apiserver the tests and the demo need.
 tools:

@@ -7,6 +7,8 @@
 #     and the oldest supported one (v1.31.14, from install/dev/tools-v1.31),
 #     into ${HERALD_CACHE:-$HOME/.cache/herald}/kube-apiserver-<version>;
 #     the versions are in kube-versions.sh
+#   - the reference CNI plugins herald-ipam is tested with (bridge, loopback,
+#     host-local), into .../cni-plugins-<version> (ensure-cni-plugins.sh)
 # Idempotent; does nothing slow when everything is already there.
 set -euo pipefail
 
@@ -21,7 +23,7 @@ die() { echo "ensure-tools: ERROR: $*" >&2; exit 1; }
 # ---------------------------------------------------------------------------
 # Debian packages
 # ---------------------------------------------------------------------------
-packages=(etcd-server iproute2 openssl curl jq clang llvm libbpf-dev iputils-arping tcpdump bpftool)
+packages=(etcd-server iproute2 openssl curl jq clang llvm libbpf-dev iputils-arping iputils-ping tcpdump bpftool)
 missing=()
 for p in "${packages[@]}"; do
 	status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
@@ -131,3 +133,8 @@ build_apiserver() {
 
 build_apiserver "$KUBE_VERSION"
 build_apiserver "$KUBE_OLDEST_VERSION"
+
+# ---------------------------------------------------------------------------
+# Reference CNI plugins (bridge, loopback, host-local)
+# ---------------------------------------------------------------------------
+"${here}/ensure-cni-plugins.sh"

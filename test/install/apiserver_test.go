@@ -124,6 +124,8 @@ func TestServerSideDryRun(t *testing.T) {
 		"bidirectional": {Set: []string{"bpf.mountPropagation=Bidirectional", "securityContext.privileged=true"}},
 		// ... and for hosts that have one, on kernels 5.8 and newer.
 		"without SYS_ADMIN": {Set: []string{"securityContext.capabilities.add={NET_ADMIN,NET_RAW,BPF,PERFMON}"}},
+		// The CNI plugin's init container and host directories.
+		"cni": {Set: []string{"cni.install=true"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := render(t, o)

@@ -96,6 +96,7 @@ func TestLint(t *testing.T) {
 			"devices":         []any{"eth0"},
 			"prometheus":      map[string]any{"enabled": false},
 		},
+		"cni": {"cni": map[string]any{"install": true, "binDir": "/usr/libexec/cni"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, m := range helmrender.Lint(chartDir, "", vals) {
@@ -117,6 +118,8 @@ func TestLintRejects(t *testing.T) {
 		"duration without unit": {"l2announcements": map[string]any{"leaseDuration": 15}},
 		"unknown IPAM":          {"defaultLBServiceIPAM": "metallb"},
 		"unknown responder":     {"l2announcements": map[string]any{"responderMode": "tc"}},
+		"relative CNI bin dir":  {"cni": map[string]any{"binDir": "opt/cni/bin"}},
+		"typo in cni":           {"cni": map[string]any{"instal": true}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			failed := false

@@ -6,6 +6,8 @@
 //     values (ConfigMap keys and values, DaemonSet, RBAC), every herald-agent
 //     flag being a ConfigMap key and every key a flag the agent accepts, and
 //     the checked-in files being what hack/manifests.sh writes.
+//   - cni_test.go: cni.install: the init container that installs herald-ipam
+//     and the host directories the plugin and the agent share.
 //   - apiserver_test.go: against a real kube-apiserver, every rendered object
 //     passes a server-side dry-run create, the chart's RBAC grants exactly
 //     what the agent needs, and the agent, running under the chart's

@@ -1,0 +1,22 @@
+// Build-only module for the reference CNI plugins (bridge, loopback,
+// host-local) the tests run herald-ipam with. Kept separate from the
+// project's own go.mod so that containernetworking/plugins and its
+// dependency graph never leak into Herald's build. See ../README.md.
+module github.com/heraldlb/herald/install/dev/tools-cni
+
+go 1.25.0
+
+require github.com/containernetworking/plugins v1.8.0
+
+require (
+	github.com/alexflint/go-filemutex v1.3.0 // indirect
+	github.com/containernetworking/cni v1.3.0 // indirect
+	github.com/coreos/go-iptables v0.8.0 // indirect
+	github.com/networkplumbing/go-nft v0.4.0 // indirect
+	github.com/pkg/errors v0.9.1 // indirect
+	github.com/safchain/ethtool v0.6.2 // indirect
+	github.com/vishvananda/netlink v1.3.1 // indirect
+	github.com/vishvananda/netns v0.0.5 // indirect
+	golang.org/x/sys v0.35.0 // indirect
+	sigs.k8s.io/knftables v0.0.18 // indirect
+)
