@@ -118,19 +118,35 @@ func (a *agent) restore() error {
 	a.state.restore(entries)
 	a.Log.Info("Restored pod address allocations from the journal", "allocations", len(entries), "dir", j.dir)
 
+	if err := a.replayPendingDels(); err != nil {
+		return err
+	}
+	a.publishAll()
+	return nil
+}
+
+// replayPendingDels applies the DELs the plugin queued while the agent did
+// not answer (down, starting, frozen), then removes them. Run at start,
+// before the socket serves, and with every garbage collection.
+func (a *agent) replayPendingDels() error {
 	reqs, files, errs := pendingDels(a.Config.IPAMStateDir)
 	for _, err := range errs {
 		a.Log.Error("Queued DEL unreadable", "error", err)
 	}
 	for i, r := range reqs {
+		a.mu.Lock()
 		released, err := a.state.del(r.Attachment)
+		a.mu.Unlock()
 		if err != nil {
 			return err
 		}
+		a.publish(nil, released)
 		_ = os.Remove(files[i])
-		a.Log.Info("Replayed a DEL queued while the agent was down", "container", r.ContainerID, "interface", r.IfName, "pod", r.Pod.Namespace+"/"+r.Pod.Name, "released", len(released))
+		a.Log.Info("Replayed a DEL queued while the agent did not answer", "container", r.ContainerID, "interface", r.IfName, "pod", r.Pod.Namespace+"/"+r.Pod.Name, "released", len(released))
 	}
-	a.publishAll()
+	if len(reqs) > 0 {
+		a.poke()
+	}
 	return nil
 }
 

@@ -29,31 +29,33 @@ import (
 type Config struct {
 	// IPAMMultiPoolPreAllocation is how many addresses of each pool the
 	// node keeps ready beyond what is in use ("default=8").
-	IPAMMultiPoolPreAllocation map[string]string // ipam-multi-pool-pre-allocation
-	IPAMSocket                 string            // ipam-socket
-	IPAMStateDir               string            // ipam-state-dir
+	IPAMMultiPoolPreAllocation string // ipam-multi-pool-pre-allocation
+	IPAMSocket                 string // ipam-socket
+	IPAMStateDir               string // ipam-state-dir
 }
 
 var defaultConfig = Config{
-	IPAMMultiPoolPreAllocation: map[string]string{tables.DefaultPodIPPool: "8"},
+	IPAMMultiPoolPreAllocation: tables.DefaultPodIPPool + "=8",
 	IPAMSocket:                 ipamv1.DefaultSocket,
 	IPAMStateDir:               ipamv1.DefaultStateDir,
 }
 
 func (def Config) Flags(flags *pflag.FlagSet) {
-	flags.StringToString("ipam-multi-pool-pre-allocation", def.IPAMMultiPoolPreAllocation,
-		"Addresses of each pool to keep ready on the node, as <pool>=<count>; pools without an entry get exactly what is in use and pending")
+	flags.String("ipam-multi-pool-pre-allocation", def.IPAMMultiPoolPreAllocation,
+		"Addresses of each pool to keep ready on the node, as <pool>=<count>[,<pool>=<count>...]; pools without an entry get exactly what is in use and pending")
 	flags.String("ipam-socket", def.IPAMSocket, "Unix socket the herald-ipam CNI plugin talks to")
 	flags.String("ipam-state-dir", def.IPAMStateDir, "Host directory of the allocation journal and of the DELs the plugin queued while the agent was down")
 }
 
-// preAllocation parses ipam-multi-pool-pre-allocation.
+// preAllocation parses ipam-multi-pool-pre-allocation: pool=count items
+// separated by commas or spaces (Cilium's map syntax).
 func (c Config) preAllocation() (map[string]int, error) {
 	out := map[string]int{}
-	for pool, v := range c.IPAMMultiPoolPreAllocation {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("ipam-multi-pool-pre-allocation: %s=%q is not a count of addresses", pool, v)
+	for _, item := range strings.FieldsFunc(c.IPAMMultiPoolPreAllocation, func(r rune) bool { return r == ',' || r == ' ' }) {
+		pool, v, ok := strings.Cut(item, "=")
+		n, err := strconv.Atoi(v)
+		if !ok || pool == "" || err != nil || n < 0 {
+			return nil, fmt.Errorf("ipam-multi-pool-pre-allocation: %q is not <pool>=<count of addresses>", item)
 		}
 		out[pool] = n
 	}

@@ -18,3 +18,18 @@ func TestNeeded(t *testing.T) {
 		}
 	}
 }
+
+func TestPreAllocation(t *testing.T) {
+	got, err := Config{IPAMMultiPoolPreAllocation: "default=8, green=16"}.preAllocation()
+	if err != nil || got["default"] != 8 || got["green"] != 16 || len(got) != 2 {
+		t.Fatalf("preAllocation = %v, %v", got, err)
+	}
+	if got, err := (Config{}).preAllocation(); err != nil || len(got) != 0 {
+		t.Fatalf("empty: %v %v", got, err)
+	}
+	for _, bad := range []string{"default", "default=x", "default=-1", "=8"} {
+		if _, err := (Config{IPAMMultiPoolPreAllocation: bad}).preAllocation(); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

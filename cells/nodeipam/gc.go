@@ -26,6 +26,9 @@ const (
 // came (a node whose runtime lost state, a plugin binary removed). Nothing
 // is released on the table's word alone: the API server must confirm.
 func (a *agent) collectGarbage(ctx context.Context) error {
+	if err := a.replayPendingDels(); err != nil {
+		return err
+	}
 	if a.suspects == nil {
 		a.suspects = map[ipamv1.Attachment]time.Time{}
 	}

@@ -28,8 +28,9 @@ import (
 // Config of the pod CIDR allocator.
 type Config struct {
 	// AutoCreateCiliumPodIPPools creates these pools when they do not exist
-	// (Cilium operator's flag): name=ipv4-cidrs:<cidr>,<cidr>;ipv4-mask-size:<n>;ipv6-cidrs:...;ipv6-mask-size:<n>.
-	AutoCreateCiliumPodIPPools map[string]string // auto-create-cilium-pod-ip-pools
+	// (the Cilium operator's option): pools separated by spaces, each
+	// name=ipv4-cidrs:<cidr>,<cidr>;ipv4-mask-size:<n>;ipv6-cidrs:...;ipv6-mask-size:<n>.
+	AutoCreateCiliumPodIPPools string // auto-create-cilium-pod-ip-pools
 
 	PodIPAMLeaseDuration      time.Duration // pod-ipam-lease-duration
 	PodIPAMLeaseRenewDeadline time.Duration // pod-ipam-lease-renew-deadline
@@ -43,8 +44,8 @@ var defaultConfig = Config{
 }
 
 func (def Config) Flags(flags *pflag.FlagSet) {
-	flags.StringToString("auto-create-cilium-pod-ip-pools", def.AutoCreateCiliumPodIPPools,
-		"CiliumPodIPPools to create at start if they do not exist, as <pool>=ipv4-cidrs:<cidr>[,<cidr>...];ipv4-mask-size:<n>[;ipv6-cidrs:...;ipv6-mask-size:<n>]")
+	flags.String("auto-create-cilium-pod-ip-pools", def.AutoCreateCiliumPodIPPools,
+		"CiliumPodIPPools to create at start if they do not exist, separated by spaces, each <pool>=ipv4-cidrs:<cidr>[,<cidr>...];ipv4-mask-size:<n>[;ipv6-cidrs:...;ipv6-mask-size:<n>]")
 	flags.Duration("pod-ipam-lease-duration", def.PodIPAMLeaseDuration,
 		"How long the other agents wait after the pod CIDR allocator's last renewal of herald-pod-ipam before one takes over (whole seconds)")
 	flags.Duration("pod-ipam-lease-renew-deadline", def.PodIPAMLeaseRenewDeadline,

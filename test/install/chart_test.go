@@ -182,6 +182,19 @@ var overrides = helmrender.Options{
 		"prometheus.enabled=false",
 		"logLevel=debug",
 		"kubeconfig=/etc/herald/kubeconfig/config",
+		"lbIPAMLease.duration=3s",
+		"lbIPAMLease.renewDeadline=2s",
+		"lbIPAMLease.retryPeriod=500ms",
+		"ipam.mode=multi-pool",
+		"ipam.multiPoolPreAllocation=default=16\\,green=4",
+		"ipam.operator.autoCreateCiliumPodIPPools.default.ipv4.cidrs={10.10.0.0/16,10.11.0.0/16}",
+		"ipam.operator.autoCreateCiliumPodIPPools.default.ipv4.maskSize=24",
+		"ipam.operator.autoCreateCiliumPodIPPools.v6.ipv6.cidrs={fd00:10::/104}",
+		"ipam.operator.autoCreateCiliumPodIPPools.v6.ipv6.maskSize=120",
+		"ipam.lease.duration=3s",
+		"ipam.lease.renewDeadline=2s",
+		"ipam.lease.retryPeriod=500ms",
+		"autoDirectNodeRoutes=true",
 	},
 }
 
@@ -207,6 +220,18 @@ var wantOverridden = map[string]string{
 	"log-level":                       "debug",
 	"node-name":                       "",
 	"prometheus-serve-addr":           "",
+	"lb-ipam-lease-duration":          "3s",
+	"lb-ipam-lease-renew-deadline":    "2s",
+	"lb-ipam-lease-retry-period":      "500ms",
+	"ipam":                            "multi-pool",
+	"ipam-multi-pool-pre-allocation":  "default=16,green=4",
+	"auto-create-cilium-pod-ip-pools": "default=ipv4-cidrs:10.10.0.0/16,10.11.0.0/16;ipv4-mask-size:24 v6=ipv6-cidrs:fd00:10::/104;ipv6-mask-size:120",
+	"pod-ipam-lease-duration":         "3s",
+	"pod-ipam-lease-renew-deadline":   "2s",
+	"pod-ipam-lease-retry-period":     "500ms",
+	"auto-direct-node-routes":         "true",
+	"ipam-socket":                     "/var/run/herald/ipam.sock",
+	"ipam-state-dir":                  "/var/lib/herald/ipam",
 }
 
 // wantDefault is the ConfigMap of the default values: the agent's own
@@ -232,6 +257,18 @@ var wantDefault = map[string]string{
 	"log-level":                       "info",
 	"node-name":                       "",
 	"prometheus-serve-addr":           ":9966",
+	"lb-ipam-lease-duration":          "2s",
+	"lb-ipam-lease-renew-deadline":    "1s",
+	"lb-ipam-lease-retry-period":      "250ms",
+	"ipam":                            "none",
+	"ipam-multi-pool-pre-allocation":  "default=8",
+	"auto-create-cilium-pod-ip-pools": "",
+	"pod-ipam-lease-duration":         "2s",
+	"pod-ipam-lease-renew-deadline":   "1s",
+	"pod-ipam-lease-retry-period":     "250ms",
+	"auto-direct-node-routes":         "false",
+	"ipam-socket":                     "/var/run/herald/ipam.sock",
+	"ipam-state-dir":                  "/var/lib/herald/ipam",
 }
 
 // TestConfigMap checks the ConfigMap's keys and values, and that the agent
