@@ -114,6 +114,9 @@ func (a *agent) restore() error {
 	for _, err := range errs {
 		a.Log.Error("Journal entry unreadable; its address stays taken", "error", err)
 	}
+	if err := enableForwarding(a.families); err != nil {
+		return err
+	}
 	a.state = newState(j, a.families, time.Now)
 	a.state.restore(entries)
 	a.Log.Info("Restored pod address allocations from the journal", "allocations", len(entries), "dir", j.dir)
@@ -150,6 +153,16 @@ func (a *agent) replayPendingDels() error {
 	return nil
 }
 
+// dropGateways removes the gateways of CIDRs that left the node.
+func (a *agent) dropGateways() {
+	a.mu.Lock()
+	removed := a.state.takeRemoved()
+	a.mu.Unlock()
+	if err := removeGateways(removed); err != nil {
+		a.Log.Warn("Removing the gateways of released pod CIDRs failed", "cidrs", removed, "error", err)
+	}
+}
+
 // publishAll rewrites both tables from the state (start, CIDR changes).
 func (a *agent) publishAll() {
 	wtxn := a.DB.WriteTxn(a.CIDRs, a.Allocations)
@@ -170,6 +183,9 @@ func (a *agent) publishAll() {
 // publish updates the rows of the given allocations (added or released)
 // and of their CIDRs.
 func (a *agent) publish(added, released []entry) {
+	if len(released) > 0 {
+		defer a.dropGateways()
+	}
 	wtxn := a.DB.WriteTxn(a.CIDRs, a.Allocations)
 	defer wtxn.Commit()
 	touched := map[netip.Prefix]bool{}

@@ -181,6 +181,15 @@ func (a *agent) add(ctx context.Context, req ipamv1.AddRequest) (*ipamv1.AddResp
 		case err == nil:
 			a.publish(got, nil)
 			a.poke()
+			var cidrs []netip.Prefix
+			for _, e := range got {
+				cidrs = append(cidrs, e.CIDR)
+			}
+			if err := ensureGateways(req.Bridge, cidrs); err != nil {
+				// The pod could not reach its gateway: fail the ADD (the
+				// runtime DELs it, which releases the address).
+				return nil, cniError(http.StatusInternalServerError, ipamv1.CodeIOFailure, "%v", err)
+			}
 			return response(got), nil
 		case !errors.Is(err, errNoRoom):
 			return nil, err

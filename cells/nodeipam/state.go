@@ -59,6 +59,16 @@ type state struct {
 	pending map[poolFamily]map[ipamv1.Attachment]time.Time
 	// changed is closed (and replaced) whenever CIDRs or allocations change.
 	changed chan struct{}
+	// removed are CIDRs that left the node since takeRemoved was last
+	// called: their gateways go.
+	removed []netip.Prefix
+}
+
+// takeRemoved returns the CIDRs that left the node since the last call.
+func (s *state) takeRemoved() []netip.Prefix {
+	r := s.removed
+	s.removed = nil
+	return r
 }
 
 // pendingTTL is how long a waiting ADD keeps counting in the demand.
@@ -129,6 +139,7 @@ func (s *state) setCIDRs(allocated []tables.PoolCIDRs) (gone []string) {
 			continue
 		}
 		delete(s.cidrs, p)
+		s.removed = append(s.removed, p)
 	}
 	clear(s.order)
 	for _, a := range allocated {
@@ -262,6 +273,7 @@ func (s *state) forget(e entry) {
 			c.emptySince = s.now()
 			if c.gone {
 				delete(s.cidrs, e.CIDR)
+				s.removed = append(s.removed, e.CIDR)
 			}
 		}
 	}

@@ -54,6 +54,7 @@ func (a *agent) syncLoop(ctx context.Context, health cell.Health) error {
 			gone := a.state.setCIDRs(cn.Allocated)
 			a.mu.Unlock()
 			a.publishAll()
+			a.dropGateways()
 			for _, g := range gone {
 				a.Log.Error("A pod CIDR left the CiliumNode while pods use it; they keep their addresses, nothing new comes from it", "node", a.node, "cidr", g)
 			}

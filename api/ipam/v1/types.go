@@ -54,6 +54,13 @@ type AddRequest struct {
 	Netns   string `json:"netns"`
 	Network string `json:"network"` // the CNI network name
 	Pod     PodRef `json:"pod"`
+	// Bridge is the main plugin's bridge (the bridge plugin's "bridge"
+	// key), empty for main plugins without one. A node holds several pod
+	// CIDRs (pools, and more CIDRs as it grows) while the bridge plugin
+	// puts at most one IPv4 gateway on its bridge: the agent puts each
+	// CIDR's gateway on the bridge itself (the network uses
+	// "isGateway": false).
+	Bridge string `json:"bridge,omitempty"`
 }
 
 // IPConfig is one address given to the attachment.

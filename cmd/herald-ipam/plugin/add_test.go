@@ -127,6 +127,7 @@ func TestAdd(t *testing.T) {
 				Netns:      "/var/run/netns/pod1",
 				Network:    "podnet",
 				Pod:        v1.PodRef{Namespace: "default", Name: "web-0", UID: "uid-1"},
+				Bridge:     "cni0", // the bridge plugin's, from the network configuration
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("agent got %+v, want %+v", got, want)

@@ -46,7 +46,9 @@ type Route struct {
 type Config struct {
 	Network    string // the network's name
 	CNIVersion string
-	IPAM       IPAMConfig
+	// Bridge is the bridge plugin's "bridge" key, passed on to the agent.
+	Bridge string
+	IPAM   IPAMConfig
 	// Routes replace the agent's routes when the ipam section has a
 	// "routes" key, even an empty one ("routes": [] means no routes).
 	Routes []*types.Route
@@ -63,6 +65,7 @@ type Config struct {
 type netConf struct {
 	CNIVersion string                 `json:"cniVersion"`
 	Name       string                 `json:"name"`
+	Bridge     string                 `json:"bridge"`
 	IPAM       json.RawMessage        `json:"ipam"`
 	PrevResult map[string]interface{} `json:"prevResult"`
 	// libcni sends both keys: CNI 1.1 named it cni.dev/attachments by
@@ -82,7 +85,7 @@ func ParseConfig(stdin []byte) (*Config, error) {
 	if len(nc.IPAM) == 0 || string(nc.IPAM) == "null" {
 		return nil, types.NewError(types.ErrInvalidNetworkConfig, "herald-ipam: the network configuration has no ipam section", "")
 	}
-	c := &Config{Network: nc.Name, CNIVersion: nc.CNIVersion}
+	c := &Config{Network: nc.Name, CNIVersion: nc.CNIVersion, Bridge: nc.Bridge}
 
 	dec := json.NewDecoder(bytes.NewReader(nc.IPAM))
 	dec.DisallowUnknownFields()

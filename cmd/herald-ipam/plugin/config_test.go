@@ -76,3 +76,16 @@ func TestParseConfig(t *testing.T) {
 		})
 	}
 }
+
+// The bridge plugin's bridge goes to the agent, which puts the gateways of
+// the node's CIDRs on it.
+func TestConfigBridge(t *testing.T) {
+	c, err := ParseConfig([]byte(`{"cniVersion": "1.1.0", "name": "herald", "type": "bridge", "bridge": "cni0", "ipam": {"type": "herald-ipam"}}`))
+	if err != nil || c.Bridge != "cni0" {
+		t.Fatalf("ParseConfig = %+v, %v; want Bridge cni0", c, err)
+	}
+	c, err = ParseConfig([]byte(`{"cniVersion": "1.1.0", "name": "herald", "type": "ptp", "ipam": {"type": "herald-ipam"}}`))
+	if err != nil || c.Bridge != "" {
+		t.Fatalf("ParseConfig of a ptp network = %+v, %v; want no bridge", c, err)
+	}
+}

@@ -57,6 +57,7 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 		Netns:      args.Netns,
 		Network:    conf.Network,
 		Pod:        pod,
+		Bridge:     conf.Bridge,
 	}
 	var resp v1.AddResponse
 	if err := newClient(conf.IPAM.Socket).call(context.Background(), addTimeout, http.MethodPost, v1.PathAdd, req, &resp); err != nil {

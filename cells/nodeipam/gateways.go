@@ -1,0 +1,97 @@
+package nodeipam
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+// The gateway of each of the node's pod CIDRs lives on the bridge its pods
+// are attached to. The bridge plugin could put it there itself
+// ("isGateway": true), but only one IPv4 gateway per bridge: a node holds
+// several CIDRs (one pool per CIDR at least, and more CIDRs as it fills
+// up), so the agent does it, and the network runs with "isGateway": false.
+// Each gateway address carries its CIDR's prefix length, which gives the
+// node its connected route to the CIDR's pods.
+
+func gatewayAddr(p netip.Prefix) *netlink.Addr {
+	gw := tables.PodCIDRGateway(p)
+	a := &netlink.Addr{IPNet: &net.IPNet{IP: net.IP(gw.AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}}
+	if gw.Is6() {
+		a.Flags = unix.IFA_F_NODAD // the gateway is ours by construction: no duplicate detection delay
+	}
+	return a
+}
+
+// ensureGateways puts the gateways of these CIDRs on the bridge.
+func ensureGateways(bridge string, cidrs []netip.Prefix) error {
+	if bridge == "" || len(cidrs) == 0 {
+		return nil
+	}
+	link, err := netlink.LinkByName(bridge)
+	if err != nil {
+		return fmt.Errorf("bridge %s: %w", bridge, err)
+	}
+	for _, c := range cidrs {
+		if err := netlink.AddrReplace(link, gatewayAddr(c)); err != nil {
+			return fmt.Errorf("gateway of %s on bridge %s: %w", c, bridge, err)
+		}
+	}
+	return nil
+}
+
+// removeGateways takes the gateways of CIDRs the node no longer holds off
+// whatever device carries them.
+func removeGateways(cidrs []netip.Prefix) error {
+	if len(cidrs) == 0 {
+		return nil
+	}
+	links, err := netlink.LinkList()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range cidrs {
+		want := gatewayAddr(c)
+		fam := netlink.FAMILY_V4
+		if c.Addr().Is6() {
+			fam = netlink.FAMILY_V6
+		}
+		for _, l := range links {
+			addrs, err := netlink.AddrList(l, fam)
+			if err != nil {
+				continue
+			}
+			for _, a := range addrs {
+				if a.IPNet.String() == want.IPNet.String() {
+					if err := netlink.AddrDel(l, &a); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
+						errs = append(errs, fmt.Errorf("gateway of %s on %s: %w", c, l.Attrs().Name, err))
+					}
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// enableForwarding turns on IP forwarding: pods reach other nodes, and
+// other nodes reach them, through this node.
+func enableForwarding(families []tables.Family) error {
+	for _, f := range families {
+		path := "/proc/sys/net/ipv4/ip_forward"
+		if f == tables.IPv6 {
+			path = "/proc/sys/net/ipv6/conf/all/forwarding"
+		}
+		if err := os.WriteFile(path, []byte("1"), 0o644); err != nil {
+			return fmt.Errorf("enabling %s forwarding: %w", f, err)
+		}
+	}
+	return nil
+}

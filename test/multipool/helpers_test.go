@@ -1,0 +1,249 @@
+package multipool
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	current "github.com/containernetworking/cni/pkg/types/100"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
+	"github.com/heraldlb/herald/tables"
+	"github.com/heraldlb/herald/test/agentproc"
+	"github.com/heraldlb/herald/test/cnitest"
+)
+
+// podPrefix names the pods' network namespaces.
+const podPrefix = prefix + "p-"
+
+// The pools every test may use.
+const (
+	defaultCIDR = "198.18.64.0/20"
+	greenCIDR   = "198.18.80.0/20"
+)
+
+func createDefaultPools(ctx context.Context) error {
+	for name, cidr := range map[string]string{tables.DefaultPodIPPool: defaultCIDR, "green-pool": greenCIDR} {
+		p := &v2alpha1.CiliumPodIPPool{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       v2alpha1.IPPoolSpec{IPv4: &v2alpha1.IPv4PoolSpec{CIDRs: []v2alpha1.PoolCIDR{v2alpha1.PoolCIDR(cidr)}, MaskSize: 24}},
+		}
+		if _, err := herald.CiliumV2alpha1().CiliumPodIPPools().Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating pool %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// node is one node of the LAN: its agent and the container runtime's view
+// of its pod network.
+type node struct {
+	name     string
+	dir      string
+	agent    *agentproc.Agent
+	rt       *cnitest.Runtime
+	socket   string
+	stateDir string
+}
+
+func newNode(name, agentBin, dbgBin string) (*node, error) {
+	h := lan.Host(name)
+	n := &node{name: name, dir: filepath.Join(work, name)}
+	n.socket = filepath.Join(n.dir, "ipam.sock")
+	n.stateDir = filepath.Join(n.dir, "state")
+	n.agent = agentproc.New(agentproc.Options{
+		Name: name, Netns: h.Netns, Dir: n.dir, AgentBin: agentBin, DbgBin: dbgBin,
+		Kubeconfig: testCluster.Kubeconfig, Namespace: leaseNS,
+		HealthAddr: h.IP.String() + ":9965",
+		Args: []string{
+			"--ipam=multi-pool", "--auto-direct-node-routes",
+			"--ipam-socket=" + n.socket, "--ipam-state-dir=" + n.stateDir,
+		},
+	})
+	if err := n.agent.Start(); err != nil {
+		return nil, err
+	}
+	conf, err := cnitest.BridgeNetwork{Bridge: "cni0", IsGateway: false, IPAM: map[string]any{"socket": n.socket, "stateDir": n.stateDir}}.Conflist()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(n.dir, "cni-cache"), 0o755); err != nil {
+		return nil, err
+	}
+	n.rt, err = cnitest.NewRuntime(cnitest.RuntimeOptions{
+		Conflist: conf, NodeNetns: filepath.Join(cnitest.NetnsDir, h.Netns),
+		PluginDirs: []string{cnitest.PluginsDir(), filepath.Dir(ipamBin)}, CacheDir: filepath.Join(n.dir, "cni-cache"),
+	})
+	return n, err
+}
+
+func nodeNamed(name string) *node {
+	for _, n := range nodes {
+		if n.name == name {
+			return n
+		}
+	}
+	panic("no node " + name)
+}
+
+// waitFor polls cond until it holds.
+func waitFor(t testing.TB, within time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, seen := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after %s: %s%s", within, seen, unexpectedExits())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func unexpectedExits() string {
+	var b strings.Builder
+	for _, n := range nodes {
+		if msg := n.agent.UnexpectedExit(); msg != "" {
+			b.WriteString("\n" + msg)
+		}
+	}
+	return b.String()
+}
+
+func logAgentsOnFailure(t *testing.T) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range nodes {
+				t.Log(n.agent.Logs(200))
+			}
+		}
+	})
+}
+
+// namespace creates a namespace with the given annotations.
+func namespace(t *testing.T, base string, ann map[string]string) string {
+	t.Helper()
+	ns, err := kube.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: base + "-", Annotations: ann}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+var podSeq atomic.Int64
+
+// pod is a Pod sandbox on a node: its object, its network namespace and
+// what the runtime got for it.
+type pod struct {
+	cnitest.Pod
+	node   *node
+	netns  *cnitest.Netns
+	result *current.Result
+}
+
+// IPs returns the pod's addresses.
+func (p *pod) IPs() []netip.Addr {
+	var out []netip.Addr
+	for _, c := range p.result.IPs {
+		a, _ := netip.AddrFromSlice(c.Address.IP)
+		out = append(out, a.Unmap())
+	}
+	return out
+}
+
+// newPod creates the Pod object and its sandbox's network namespace; add
+// then wires it up.
+func newPod(t testing.TB, n *node, ns, name string, ann map[string]string) *pod {
+	t.Helper()
+	ctx := context.Background()
+	obj := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: ann},
+		Spec:       corev1.PodSpec{NodeName: n.name, Containers: []corev1.Container{{Name: "c", Image: "none"}}},
+	}
+	created, err := kube.CoreV1().Pods(ns).Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating pod %s/%s: %v", ns, name, err)
+	}
+	netns, err := cnitest.NewNetns(fmt.Sprintf("%s%d", podPrefix, podSeq.Add(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &pod{
+		Pod: cnitest.Pod{Namespace: ns, Name: name, UID: string(created.UID),
+			ContainerID: fmt.Sprintf("sandbox-%s-%d", name, podSeq.Load()), Netns: netns.Path()},
+		node: n, netns: netns,
+	}
+}
+
+// add runs the runtime's ADD for the pod.
+func (p *pod) add(ctx context.Context) error {
+	r, err := p.node.rt.Add(ctx, p.Pod)
+	if err == nil {
+		p.result = r
+	}
+	return err
+}
+
+// startPod creates a pod and wires it up; the test fails if ADD does.
+func startPod(t testing.TB, n *node, ns, name string, ann map[string]string) *pod {
+	t.Helper()
+	p := newPod(t, n, ns, name, ann)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := p.add(ctx); err != nil {
+		t.Fatalf("ADD of pod %s/%s on %s: %v", ns, name, n.name, err)
+	}
+	return p
+}
+
+// stop runs the runtime's DEL, removes the network namespace and deletes
+// the Pod object.
+func (p *pod) stop(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := p.node.rt.Del(ctx, p.Pod); err != nil {
+		t.Errorf("DEL of pod %s/%s: %v", p.Namespace, p.Name, err)
+	}
+	_ = p.netns.Delete()
+	err := kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("deleting pod %s/%s: %v", p.Namespace, p.Name, err)
+	}
+}
+
+// inPool reports whether every address of the pod lies in cidr.
+func inPrefix(ips []netip.Addr, cidr string) bool {
+	pfx := netip.MustParsePrefix(cidr)
+	for _, a := range ips {
+		if !pfx.Contains(a) {
+			return false
+		}
+	}
+	return len(ips) > 0
+}
+
+// allocations reads a node's pod-ip-allocations table.
+func (n *node) allocations() ([]*tables.PodIPAllocation, error) {
+	return agentproc.Table[*tables.PodIPAllocation](n.agent, tables.PodIPAllocationsTableName)
+}
+
+func joinAddrs(as []netip.Addr) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ",")
+}

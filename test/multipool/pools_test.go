@@ -1,0 +1,153 @@
+package multipool
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+// TestPoolByAnnotation: a pod annotated with a pool (or in a namespace so
+// annotated) gets its address from a node CIDR of that pool; the pod's own
+// annotation wins over its namespace's, ipv4-pool over ip-pool; other pods
+// get the default pool's. Every address is in the CiliumNode's CIDRs of
+// that pool, and the CNI result's gateway is the CIDR's second address.
+func TestPoolByAnnotation(t *testing.T) {
+	logAgentsOnFailure(t)
+	plain := namespace(t, "plain", nil)
+	greenNS := namespace(t, "green", map[string]string{tables.AnnotationIPPool: "green-pool"})
+	n := nodes[0]
+	for _, tt := range []struct {
+		name, ns string
+		ann      map[string]string
+		cidr     string
+	}{
+		{"no annotation", plain, nil, defaultCIDR},
+		{"pod annotation", plain, map[string]string{tables.AnnotationIPPool: "green-pool"}, greenCIDR},
+		{"namespace annotation", greenNS, nil, greenCIDR},
+		{"pod beats namespace", greenNS, map[string]string{tables.AnnotationIPPool: "default"}, defaultCIDR},
+		{"ipv4-pool beats ip-pool", plain, map[string]string{tables.AnnotationIPPool: "default", tables.AnnotationIPv4Pool: "green-pool"}, greenCIDR},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := startPod(t, n, tt.ns, fmt.Sprintf("pod-%d", podSeq.Load()+1), tt.ann)
+			defer p.stop(t)
+			if !inPrefix(p.IPs(), tt.cidr) {
+				t.Fatalf("pod got %s, want an address of %s", joinAddrs(p.IPs()), tt.cidr)
+			}
+			cn, err := herald.CiliumV2().CiliumNodes().Get(context.Background(), n.name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, a := range cn.Spec.IPAM.Pools.Allocated {
+				for _, c := range a.CIDRs {
+					if inPrefix(p.IPs(), string(c)) {
+						found = true
+						gw := p.result.IPs[0].Gateway.String()
+						if want := tables.PodCIDRGateway(mustPrefix(string(c))).String(); gw != want {
+							t.Errorf("gateway %s, want %s (the CIDR's second address)", gw, want)
+						}
+					}
+				}
+			}
+			if !found {
+				t.Fatalf("pod address %s is in none of the CiliumNode's CIDRs %+v", joinAddrs(p.IPs()), cn.Spec.IPAM.Pools.Allocated)
+			}
+		})
+	}
+}
+
+// TestUnknownPool: a pod naming a pool that does not exist gets a CNI error
+// naming the pool, and an Event says so.
+func TestUnknownPool(t *testing.T) {
+	logAgentsOnFailure(t)
+	ns := namespace(t, "unknown", nil)
+	p := newPod(t, nodes[0], ns, "lost", map[string]string{tables.AnnotationIPPool: "no-such-pool"})
+	defer p.stop(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := p.add(ctx)
+	if err == nil || !strings.Contains(err.Error(), `CiliumPodIPPool "no-such-pool"`) {
+		t.Fatalf("ADD = %v, want an error naming the pool", err)
+	}
+	waitFor(t, timeout, func() (bool, string) {
+		evs, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=lost,reason=IPPoolUnknown"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(evs.Items) > 0, "no IPPoolUnknown Event on the pod"
+	})
+}
+
+// TestCrossNodePing: pods on different nodes reach each other through the
+// routes each node keeps to the others' pod CIDRs.
+func TestCrossNodePing(t *testing.T) {
+	logAgentsOnFailure(t)
+	ns := namespace(t, "ping", nil)
+	a := startPod(t, nodes[0], ns, "a", nil)
+	defer a.stop(t)
+	b := startPod(t, nodes[1], ns, "b", map[string]string{tables.AnnotationIPPool: "green-pool"})
+	defer b.stop(t)
+	ctx := context.Background()
+	waitFor(t, timeout, func() (bool, string) {
+		if err := a.netns.Ping(ctx, b.IPs()[0].String()); err != nil {
+			return false, fmt.Sprintf("ping %s (node2) from %s (node1): %v", b.IPs()[0], a.IPs()[0], err)
+		}
+		if err := b.netns.Ping(ctx, a.IPs()[0].String()); err != nil {
+			return false, fmt.Sprintf("ping %s (node1) from %s (node2): %v", a.IPs()[0], b.IPs()[0], err)
+		}
+		return true, ""
+	})
+}
+
+// TestRequested: the node asks for roundUp(inUse + pending + pre, pre) of
+// the default pool (pre 8), and exactly what is in use of a pool without a
+// pre-allocation.
+func TestRequested(t *testing.T) {
+	logAgentsOnFailure(t)
+	n := nodes[2]
+	ns := namespace(t, "requested", nil)
+	demand := func(pool string) (tables.PoolDemand, error) {
+		cn, err := herald.CiliumV2().CiliumNodes().Get(context.Background(), n.name, metav1.GetOptions{})
+		if err != nil {
+			return tables.PoolDemand{}, err
+		}
+		for _, r := range cn.Spec.IPAM.Pools.Requested {
+			if r.Pool == pool {
+				return tables.PoolDemand{Pool: pool, IPv4: r.Needed.IPv4Addrs}, nil
+			}
+		}
+		return tables.PoolDemand{Pool: pool}, nil
+	}
+	expect := func(pool string, want int) {
+		t.Helper()
+		waitFor(t, timeout, func() (bool, string) {
+			d, err := demand(pool)
+			if err != nil {
+				return false, err.Error()
+			}
+			return d.IPv4 == want, fmt.Sprintf("%s requests %d IPv4 addresses of %s, want %d", n.name, d.IPv4, pool, want)
+		})
+	}
+	expect("default", 8) // roundUp(0+0+8, 8)
+	var pods []*pod
+	for i := 0; i < 9; i++ {
+		pods = append(pods, startPod(t, n, ns, fmt.Sprintf("r%d", i), nil))
+	}
+	expect("default", 24) // roundUp(9+0+8, 8)
+	g := startPod(t, n, ns, "g", map[string]string{tables.AnnotationIPPool: "green-pool"})
+	expect("green-pool", 1) // no pre-allocation: what is in use
+	g.stop(t)
+	expect("green-pool", 0)
+	for _, p := range pods {
+		p.stop(t)
+	}
+	expect("default", 8)
+}
+
+func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
