@@ -3,6 +3,9 @@
 // started and restarted, stopped as the kubelet would (SIGTERM), killed
 // (SIGKILL), frozen and thawed (SIGSTOP/SIGCONT), and inspected through
 // herald-dbg, its health endpoint and its log.
+//
+// bpffs.go has what agents with an eBPF datapath need: bpffs mounts for
+// --bpf-root and the way to their pinned maps.
 package agentproc
 
 import (
@@ -15,6 +18,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,7 +52,12 @@ type Options struct {
 	Namespace  string // --k8s-namespace
 	// HealthAddr, if set, is --health-serve-addr, reachable from the test.
 	HealthAddr string
-	Args       []string // more flags
+	// BPFRoot, if set, is --bpf-root: a bpffs the test mounted (MountBPFFS)
+	// before it started the agent, where the test reads its pinned maps.
+	// If unset the agent uses /sys/fs/bpf, which under `ip netns exec` is
+	// a fresh sysfs: the agent mounts bpffs there itself (see BPFFS).
+	BPFRoot string
+	Args    []string // more flags
 }
 
 // Agent is one node's agent; each Start runs a new process.
@@ -57,6 +67,7 @@ type Agent struct {
 	mu     sync.Mutex
 	proc   *proc
 	starts int
+	extra  []string // SetExtraArgs
 }
 
 type proc struct {
@@ -72,7 +83,29 @@ type proc struct {
 // New returns an agent that is not running yet.
 func New(o Options) *Agent { return &Agent{Options: o} }
 
+// Socket is the agent's --dbg-socket, in Dir.
 func (a *Agent) Socket() string { return filepath.Join(a.Dir, "dbg.sock") }
+
+// SetExtraArgs sets flags that every later Start adds after Options.Args,
+// until they are set again (none: back to Options.Args alone). A flag given
+// twice takes its last value, so a test can restart an agent in another
+// mode, or a benchmark with other timings, and restore it afterwards.
+func (a *Agent) SetExtraArgs(args ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.extra = slices.Clone(args)
+}
+
+// ExtraArgs returns what SetExtraArgs set.
+func (a *Agent) ExtraArgs() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.extra)
+}
+
+func (a *Agent) logPath(run int) string {
+	return filepath.Join(a.Dir, fmt.Sprintf("agent-%d.log", run))
+}
 
 // Start runs a new agent process. It does not wait for it to be ready.
 func (a *Agent) Start() error {
@@ -85,7 +118,7 @@ func (a *Agent) Start() error {
 		return err
 	}
 	a.starts++
-	p := &proc{logPath: filepath.Join(a.Dir, fmt.Sprintf("agent-%d.log", a.starts)), done: make(chan struct{})}
+	p := &proc{logPath: a.logPath(a.starts), done: make(chan struct{})}
 	logFile, err := os.Create(p.logPath)
 	if err != nil {
 		return err
@@ -99,7 +132,10 @@ func (a *Agent) Start() error {
 	if a.HealthAddr != "" {
 		args = append(args, "--health-serve-addr", a.HealthAddr)
 	}
-	args = append(args, a.Args...)
+	if a.BPFRoot != "" {
+		args = append(args, "--bpf-root", a.BPFRoot)
+	}
+	args = append(append(args, a.Args...), a.extra...)
 	if a.Netns != "" {
 		// ip execs the agent: the process is the agent itself.
 		p.cmd = exec.Command("ip", append([]string{"netns", "exec", a.Netns, a.AgentBin}, args...)...)
@@ -166,6 +202,16 @@ func (a *Agent) PID() int {
 	return 0
 }
 
+// Exited reports whether the latest process has exited, and if so its exit
+// status (nil: status 0), whether it was asked to or not.
+func (a *Agent) Exited() (bool, error) {
+	p := a.current()
+	if p == nil || !p.exited() {
+		return false, nil
+	}
+	return true, p.err
+}
+
 // stopTimeout bounds how long a stop may take before the agent is killed.
 const stopTimeout = 60 * time.Second
 
@@ -209,6 +255,19 @@ func (a *Agent) signal(sig syscall.Signal) error {
 		return fmt.Errorf("agent %s is not running", a.Name)
 	}
 	return p.cmd.Process.Signal(sig)
+}
+
+// UnexpectedExits describes, one per line (each line starting with a
+// newline), the agents whose process died without being asked to: for the
+// message of a test that gave up waiting. "" if none did.
+func UnexpectedExits(agents ...*Agent) string {
+	var b strings.Builder
+	for _, a := range agents {
+		if msg := a.UnexpectedExit(); msg != "" {
+			b.WriteString("\n" + msg)
+		}
+	}
+	return b.String()
 }
 
 // UnexpectedExit describes the exit of a process that died without being
@@ -276,20 +335,101 @@ func (a *Agent) Logs(maxLines int) string {
 	a.mu.Unlock()
 	var b strings.Builder
 	for i := 1; i <= starts; i++ {
-		path := filepath.Join(a.Dir, fmt.Sprintf("agent-%d.log", i))
+		path := a.logPath(i)
 		data, err := os.ReadFile(path)
 		if err != nil {
 			continue
 		}
-		fmt.Fprintf(&b, "----- agent %s, run %d (%s) -----\n%s\n", a.Name, i, path, tail(string(data), maxLines))
+		fmt.Fprintf(&b, "----- agent %s, run %d (%s) -----\n%s\n", a.Name, i, path, Tail(string(data), maxLines))
 	}
 	return b.String()
 }
 
-func tail(s string, max int) string {
+// LogPath is the log file of the latest process ("" before the first
+// Start); it grows while the process runs.
+func (a *Agent) LogPath() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.starts == 0 {
+		return ""
+	}
+	return a.logPath(a.starts)
+}
+
+// LogMark is a position in an agent's logs (Mark).
+type LogMark struct {
+	run    int   // the process, counted from 1; 0 before the first Start
+	offset int64 // bytes of its log before the mark
+}
+
+// Mark returns the current end of the agent's logs, for LogsSince.
+func (a *Agent) Mark() LogMark {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	m := LogMark{run: a.starts}
+	if m.run > 0 {
+		if fi, err := os.Stat(a.logPath(m.run)); err == nil {
+			m.offset = fi.Size()
+		}
+	}
+	return m
+}
+
+// LogsSince returns what the agent logged after the mark: the rest of the
+// log of the process that ran then and the logs of every later one, each
+// after a line "[run N of agent NAME]". The zero mark is the beginning.
+func (a *Agent) LogsSince(m LogMark) string {
+	a.mu.Lock()
+	starts := a.starts
+	a.mu.Unlock()
+	var b strings.Builder
+	for i := max(m.run, 1); i <= starts; i++ {
+		data, err := os.ReadFile(a.logPath(i))
+		if err != nil {
+			continue
+		}
+		if i == m.run && m.offset <= int64(len(data)) {
+			data = data[m.offset:]
+		}
+		fmt.Fprintf(&b, "[run %d of agent %s]\n%s", i, a.Name, data)
+	}
+	return b.String()
+}
+
+// Tail keeps the last max lines of s, saying how many it left out.
+func Tail(s string, max int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) <= max {
 		return strings.Join(lines, "\n")
 	}
 	return fmt.Sprintf("[... %d earlier lines]\n%s", len(lines)-max, strings.Join(lines[len(lines)-max:], "\n"))
+}
+
+// KillStrays SIGKILLs every process whose executable is one of bins (a
+// herald-agent that Build put in a run's directory) and waits until they
+// are gone: the agents of an earlier run that was killed before it could
+// stop them.
+func KillStrays(bins ...string) {
+	if len(bins) == 0 {
+		return
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", p.Name(), "exe"))
+		if err != nil || !slices.Contains(bins, strings.TrimSuffix(exe, " (deleted)")) {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "agentproc: killing stray agent pid %d (%s)\n", pid, exe)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		for range 100 {
+			if _, err := os.Stat(filepath.Join("/proc", p.Name())); err != nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }

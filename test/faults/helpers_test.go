@@ -36,15 +36,7 @@ func waitFor(t testing.TB, within time.Duration, cond func() (bool, string)) {
 	}
 }
 
-func unexpectedExits() string {
-	var b strings.Builder
-	for _, a := range agents {
-		if msg := a.UnexpectedExit(); msg != "" {
-			b.WriteString("\n" + msg)
-		}
-	}
-	return b.String()
-}
+func unexpectedExits() string { return agentproc.UnexpectedExits(agents...) }
 
 // logAgentsOnFailure prints every agent's logs if the test failed.
 func logAgentsOnFailure(t *testing.T) {

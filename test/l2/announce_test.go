@@ -1,18 +1,15 @@
 package l2
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"slices"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
+	"github.com/heraldlb/herald/test/agentproc"
 )
 
 // The VIP is answered by the Lease holder, with its MAC, and by no one
@@ -33,7 +30,7 @@ func TestOwnerAnswersAlone(t *testing.T) {
 	assertNotAnnounced(t, vip, others(owner)...)
 
 	// A stock ARP client agrees.
-	if macs := arping(t, vip, 3); len(macs) > 0 && !slices.Equal(macs, []string{owner.mac.String()}) {
+	if macs := arping(t, vip, 3); len(macs) > 0 && !slices.Equal(macs, []string{owner.host.MAC.String()}) {
 		t.Errorf("arping %s: replies from %v, want from %s only", vip, macs, owner)
 	}
 
@@ -47,7 +44,7 @@ func TestOwnerAnswersAlone(t *testing.T) {
 	waitFor(t, func() (bool, string) {
 		after := waitMapEntry(t, owner, vip)
 		return after.ResponsesSent >= before.ResponsesSent+asks,
-			fmt.Sprintf("%s: responses_sent %d after %d more answered requests, was %d", owner.name, after.ResponsesSent, asks, before.ResponsesSent)
+			fmt.Sprintf("%s: responses_sent %d after %d more answered requests, was %d", owner.Name, after.ResponsesSent, asks, before.ResponsesSent)
 	})
 	assertNeverSpokeFor(t, vip, s.start, -1, others(owner)...)
 }
@@ -66,8 +63,8 @@ func TestFailoverOnKill(t *testing.T) {
 	expectAnsweredOnlyBy(t, vip, old)
 
 	killed := client.mark()
-	t.Logf("kill -9 the agent of %s (pid %d)", old.name, old.pid())
-	if err := old.kill9(); err != nil {
+	t.Logf("kill -9 the agent of %s (pid %d)", old.Name, old.PID())
+	if err := old.Kill9(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -80,7 +77,7 @@ func TestFailoverOnKill(t *testing.T) {
 	// Back up, the old owner does not take the VIP back: its stale map
 	// entry is gone and it stays silent.
 	restarted := client.mark()
-	if err := old.start(); err != nil {
+	if err := old.Start(); err != nil {
 		t.Fatal(err)
 	}
 	if err := old.waitReady(); err != nil {
@@ -88,8 +85,8 @@ func TestFailoverOnKill(t *testing.T) {
 	}
 	waitWithdrawn(t, old, vip)
 	expectAnsweredOnlyBy(t, vip, owner)
-	if l, err := s.lease("web"); err != nil || holderOf(l) != owner.name {
-		t.Errorf("Lease holder after %s came back: %q (%v), want %s", old.name, holderOf(l), err, owner.name)
+	if l, err := s.lease("web"); err != nil || holderOf(l) != owner.Name {
+		t.Errorf("Lease holder after %s came back: %q (%v), want %s", old.Name, holderOf(l), err, owner.Name)
 	}
 	assertNeverSpokeFor(t, vip, restarted, -1, old)
 }
@@ -109,15 +106,15 @@ func TestNodeSelectorExcludes(t *testing.T) {
 	vip := s.waitVIP("web")
 
 	if owner := s.waitOwner("web", vip); owner != node1 {
-		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.name, node1.name)
+		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.Name, node1.Name)
 	}
 	expectAnsweredOnlyBy(t, vip, node1)
 	assertNotAnnounced(t, vip, node2, node3)
 
 	// node1 dies; the excluded nodes must not step in, even once its Lease
 	// expired.
-	t.Logf("kill -9 the agent of %s", node1.name)
-	if err := node1.kill9(); err != nil {
+	t.Logf("kill -9 the agent of %s", node1.Name)
+	if err := node1.Kill9(); err != nil {
 		t.Fatal(err)
 	}
 	expectSilent(t, vip)
@@ -130,20 +127,20 @@ func TestNodeSelectorExcludes(t *testing.T) {
 		return time.Now().After(expiry), fmt.Sprintf("Lease renewed at %s for %ds", l.Spec.RenewTime, *l.Spec.LeaseDurationSeconds)
 	})
 	assertSilentFor(t, vip, silence)
-	if l, err := s.lease("web"); err != nil || holderOf(l) != node1.name {
-		t.Errorf("Lease holder with %s dead: %q (%v), want still %s (nobody else may take it)", node1.name, holderOf(l), err, node1.name)
+	if l, err := s.lease("web"); err != nil || holderOf(l) != node1.Name {
+		t.Errorf("Lease holder with %s dead: %q (%v), want still %s (nobody else may take it)", node1.Name, holderOf(l), err, node1.Name)
 	}
 	assertNotAnnounced(t, vip, node2, node3)
 
 	// node1 is back: it announces again.
-	if err := node1.start(); err != nil {
+	if err := node1.Start(); err != nil {
 		t.Fatal(err)
 	}
 	if err := node1.waitReady(); err != nil {
 		t.Fatal(err)
 	}
 	if owner := s.waitOwner("web", vip); owner != node1 {
-		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.name, node1.name)
+		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.Name, node1.Name)
 	}
 	expectAnsweredOnlyBy(t, vip, node1)
 
@@ -157,7 +154,7 @@ func TestNodeSelectorExcludes(t *testing.T) {
 	labelled := client.mark()
 	s.setNodeLabel(node2, key, "yes")
 	if owner := s.waitOwner("web", vip, node1); owner != node2 {
-		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.name, node2.name)
+		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.Name, node2.Name)
 	}
 	expectAnsweredOnlyBy(t, vip, node2)
 	waitGratuitous(t, vip, node2, labelled)
@@ -238,54 +235,30 @@ func TestDeleteServiceWithdraws(t *testing.T) {
 // own mount namespace), pinned its maps there, and answers.
 func TestSelfMountedBPFFS(t *testing.T) {
 	node3 := nodes[2]
-	if node3.bpfRoot != "" {
-		t.Fatalf("%s should run with the default --bpf-root", node3.name)
+	if node3.BPFRoot != "" {
+		t.Fatalf("%s should run with the default --bpf-root", node3.Name)
 	}
 	s := newScenario(t)
 
-	pid := node3.pid()
-	mounts, err := bpffsMounts(pid)
+	pid := node3.PID()
+	mounts, err := agentproc.BPFFSMounts(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(mounts, "/sys/fs/bpf") {
-		t.Fatalf("agent %s (pid %d): no bpffs on /sys/fs/bpf in its mount namespace; bpffs mounts: %v", node3.name, pid, mounts)
+		t.Fatalf("agent %s (pid %d): no bpffs on /sys/fs/bpf in its mount namespace; bpffs mounts: %v", node3.Name, pid, mounts)
 	}
 
 	s.createPolicy("node3", func(p *v2alpha1.CiliumL2AnnouncementPolicySpec) {
-		p.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"hl2.test/node": node3.name}}
+		p.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"hl2.test/node": node3.Name}}
 	})
 	s.createService("web")
 	vip := s.waitVIP("web")
 	if owner := s.waitOwner("web", vip); owner != node3 {
-		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.name, node3.name)
+		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.Name, node3.Name)
 	}
 	expectAnsweredOnlyBy(t, vip, node3)
 	waitMapEntry(t, node3, vip) // through /proc/<pid>/root/sys/fs/bpf
-}
-
-// bpffsMounts lists the mount points of bpf filesystems in the mount
-// namespace of process pid.
-func bpffsMounts(pid int) ([]string, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/mountinfo", pid))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// ID parent major:minor root mountpoint options [optional...] - fstype source super
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		pf, qf := strings.Fields(pre), strings.Fields(post)
-		if len(pf) >= 5 && len(qf) >= 1 && qf[0] == "bpf" {
-			out = append(out, unescapeMountinfo(pf[4]))
-		}
-	}
-	return out, sc.Err()
 }
 
 // A frozen owner (SIGSTOP: alive, but neither renewing its Lease nor
@@ -310,16 +283,16 @@ func TestFrozenOwner(t *testing.T) {
 	old := s.waitOwner("web", vip)
 	expectAnsweredOnlyBy(t, vip, old)
 
-	pid := old.pid()
-	t.Logf("SIGSTOP the agent of %s (pid %d)", old.name, pid)
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+	pid := old.PID()
+	t.Logf("SIGSTOP the agent of %s (pid %d)", old.Name, pid)
+	if err := old.Freeze(); err != nil {
 		t.Fatal(err)
 	}
 	thawed := false
 	thaw := func() {
 		if !thawed {
 			thawed = true
-			_ = syscall.Kill(pid, syscall.SIGCONT)
+			_ = old.Thaw()
 		}
 	}
 	t.Cleanup(thaw)
@@ -331,7 +304,7 @@ func TestFrozenOwner(t *testing.T) {
 	// Thaw it while asking continuously, and watch it hand over.
 	woke := client.mark()
 	stop := client.startProber(vip, 20*time.Millisecond)
-	t.Logf("SIGCONT the agent of %s (pid %d)", old.name, pid)
+	t.Logf("SIGCONT the agent of %s (pid %d)", old.Name, pid)
 	thaw()
 	waitWithdrawn(t, old, vip)
 	time.Sleep(time.Second) // keep asking a little longer
@@ -349,17 +322,17 @@ func TestXDPResponder(t *testing.T) {
 	// Registered first, so it runs last: the next test restarts node2 in
 	// the default mode.
 	t.Cleanup(func() {
-		node2.extraArgs = nil
-		if err := node2.stop(); err != nil {
+		node2.SetExtraArgs()
+		if err := node2.Stop(); err != nil {
 			t.Error(err)
 		}
 	})
 	s := newScenario(t)
-	if err := node2.stop(); err != nil {
+	if err := node2.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	node2.extraArgs = []string{"--l2-responder-mode", "xdp"}
-	if err := node2.start(); err != nil {
+	node2.SetExtraArgs("--l2-responder-mode", "xdp")
+	if err := node2.Start(); err != nil {
 		t.Fatal(err)
 	}
 	if err := node2.waitReady(); err != nil {
@@ -367,12 +340,12 @@ func TestXDPResponder(t *testing.T) {
 	}
 
 	s.createPolicy("node2", func(p *v2alpha1.CiliumL2AnnouncementPolicySpec) {
-		p.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"hl2.test/node": node2.name}}
+		p.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"hl2.test/node": node2.Name}}
 	})
 	s.createService("web")
 	vip := s.waitVIP("web")
 	if owner := s.waitOwner("web", vip); owner != node2 {
-		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.name, node2.name)
+		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.Name, node2.Name)
 	}
 	expectAnsweredOnlyBy(t, vip, node2)
 	before := waitMapEntry(t, node2, vip)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heraldlb/herald/test/netlab"
 	"github.com/mdlayher/packet"
 	"golang.org/x/sys/unix"
 )
@@ -101,7 +102,7 @@ type arpClient struct {
 // capturing.
 func openARPClient(ns string, ip netip.Addr) (*arpClient, error) {
 	c := &arpClient{ip: ip, done: make(chan struct{})}
-	err := inNetns(ns, func() error {
+	err := netlab.InNetns(ns, func() error {
 		ifi, err := net.InterfaceByName(devName)
 		if err != nil {
 			return err

@@ -54,6 +54,7 @@ import (
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/tables"
+	"github.com/heraldlb/herald/test/agentproc"
 )
 
 // leaseTimings are the agents' --l2-announcements-* Lease timings.
@@ -89,7 +90,7 @@ func withTimings(b *testing.B, lt leaseTimings) {
 	b.Helper()
 	saved := map[*node][]string{}
 	for _, n := range nodes {
-		saved[n] = slices.Clone(n.extraArgs)
+		saved[n] = n.ExtraArgs()
 	}
 	b.Cleanup(func() {
 		if err := restartAgents(func(n *node) []string { return saved[n] }); err != nil {
@@ -107,13 +108,13 @@ func withTimings(b *testing.B, lt leaseTimings) {
 // until they are ready.
 func restartAgents(args func(*node) []string) error {
 	for _, n := range nodes {
-		if err := n.stop(); err != nil {
+		if err := n.Stop(); err != nil {
 			return err
 		}
 	}
 	for _, n := range nodes {
-		n.extraArgs = args(n)
-		if err := n.start(); err != nil {
+		n.SetExtraArgs(args(n)...)
+		if err := n.Start(); err != nil {
 			return err
 		}
 	}
@@ -316,7 +317,7 @@ func parallel[T any](items []T, f func(T)) {
 
 func nodeByMAC(mac net.HardwareAddr) *node {
 	for _, n := range nodes {
-		if slices.Equal(n.mac, mac) {
+		if slices.Equal(n.host.MAC, mac) {
 			return n
 		}
 	}
@@ -327,7 +328,7 @@ func nodeName(n *node) string {
 	if n == nil {
 		return "?"
 	}
-	return n.name
+	return n.Name
 }
 
 // percentile returns the nearest-rank percentile p (0 < p <= 100) of
@@ -435,12 +436,12 @@ func benchFailover(b *testing.B, lt leaseTimings, trials int) {
 		r.moved = len(results) > 0 && results[len(results)-1].tookOver != owner
 		results = append(results, r)
 		say(b, "trial %2d/%d: killed %s, %s answered after %.3f s (%d requests, %d double answers)",
-			i, trials, r.killed.name, nodeName(r.tookOver), r.failover.Seconds(), r.requests, r.doubles)
+			i, trials, r.killed.Name, nodeName(r.tookOver), r.failover.Seconds(), r.requests, r.doubles)
 		if r.moved || r.doubles > 0 {
 			// Show why the Lease changed hands unasked.
 			say(b, "trial %d: the agents' Lease log lines since the previous trial:\n%s", i, leaseLogLines(marks, lease))
 		}
-		if err := owner.start(); err != nil {
+		if err := owner.Start(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -468,15 +469,15 @@ func waitSingleOwner(b *testing.B, vip netip.Addr, lease string) *node {
 		}
 		streak++
 		if streak < confirmations {
-			return false, fmt.Sprintf("%s answered alone %d times in a row, want %d", n.name, streak, confirmations)
+			return false, fmt.Sprintf("%s answered alone %d times in a row, want %d", n.Name, streak, confirmations)
 		}
 		l, err := kube.CoordinationV1().Leases(leaseNS).Get(context.Background(), lease, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		if holderOf(l) != n.name {
+		if holderOf(l) != n.Name {
 			streak = 0
-			return false, fmt.Sprintf("%s answers, but Lease %s is held by %q", n.name, lease, holderOf(l))
+			return false, fmt.Sprintf("%s answers, but Lease %s is held by %q", n.Name, lease, holderOf(l))
 		}
 		return true, ""
 	})
@@ -533,16 +534,16 @@ func (p *markedProber) stop() ([]int, error) {
 
 // leaseLogLines returns the lines of the agents' logs since marks that
 // mention the Lease.
-func leaseLogLines(marks map[*node]logMark, lease string) string {
+func leaseLogLines(marks map[*node]agentproc.LogMark, lease string) string {
 	var out []string
 	for _, n := range nodes {
-		for _, line := range strings.Split(n.logSince(marks[n]), "\n") {
+		for _, line := range strings.Split(n.LogsSince(marks[n]), "\n") {
 			if strings.Contains(line, lease) {
-				out = append(out, n.name+": "+line)
+				out = append(out, n.Name+": "+line)
 			}
 		}
 	}
-	return tail(strings.Join(out, "\n"), 40)
+	return agentproc.Tail(strings.Join(out, "\n"), 40)
 }
 
 // runFailoverTrial kills owner's agent while the client asks for vip every
@@ -555,7 +556,7 @@ func runFailoverTrial(b *testing.B, vip netip.Addr, lease string, owner *node, l
 	time.Sleep(10 * proberInterval) // a few answers of the owner first
 
 	t0 := time.Now()
-	if err := owner.kill9(); err != nil {
+	if err := owner.Kill9(); err != nil {
 		b.Fatal(err)
 	}
 	r := failoverTrial{killed: owner}
@@ -568,7 +569,7 @@ func runFailoverTrial(b *testing.B, vip netip.Addr, lease string, owner *node, l
 		}
 		for _, f := range frames {
 			pos = f.seq + 1
-			if isReplyToClient(f, vip) && f.at.After(t0) && !slices.Equal(f.sha, owner.mac) {
+			if isReplyToClient(f, vip) && f.at.After(t0) && !slices.Equal(f.sha, owner.host.MAC) {
 				t1, r.tookOver = f.at, nodeByMAC(f.sha)
 				break
 			}
@@ -576,7 +577,7 @@ func runFailoverTrial(b *testing.B, vip netip.Addr, lease string, owner *node, l
 		if t1.IsZero() {
 			if time.Now().After(deadline) {
 				b.Fatalf("no other node answered for %s within %s of killing %s:\n%s%s",
-					vip, time.Since(t0).Round(time.Millisecond), owner.name, dumpState([]netip.Addr{vip}, start), deadAgents())
+					vip, time.Since(t0).Round(time.Millisecond), owner.Name, dumpState([]netip.Addr{vip}, start), deadAgents())
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
@@ -584,7 +585,7 @@ func runFailoverTrial(b *testing.B, vip netip.Addr, lease string, owner *node, l
 	r.failover = t1.Sub(t0)
 	r.acquired = -1
 	if l, err := kube.CoordinationV1().Leases(leaseNS).Get(context.Background(), lease, metav1.GetOptions{}); err == nil &&
-		r.tookOver != nil && holderOf(l) == r.tookOver.name && l.Spec.AcquireTime != nil {
+		r.tookOver != nil && holderOf(l) == r.tookOver.Name && l.Spec.AcquireTime != nil {
 		r.acquired = l.Spec.AcquireTime.Sub(t0)
 	}
 
@@ -602,7 +603,7 @@ func runFailoverTrial(b *testing.B, vip netip.Addr, lease string, owner *node, l
 	}
 	var lastOld time.Time
 	for _, f := range frames {
-		if isReplyToClient(f, vip) && slices.Equal(f.sha, owner.mac) && f.at.Before(t1) {
+		if isReplyToClient(f, vip) && slices.Equal(f.sha, owner.host.MAC) && f.at.Before(t1) {
 			lastOld = f.at
 		}
 	}
@@ -682,7 +683,7 @@ func reportFailover(b *testing.B, lt leaseTimings, results []failoverTrial) {
 		if r.moved {
 			mv = "yes"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.3f\t%.3f\t%s\t%d\t%d\t\n", i+1, r.killed.name, mv, nodeName(r.tookOver), r.failover.Seconds(), r.silence.Seconds(), acq, r.requests, r.doubles)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.3f\t%.3f\t%s\t%d\t%d\t\n", i+1, r.killed.Name, mv, nodeName(r.tookOver), r.failover.Seconds(), r.silence.Seconds(), acq, r.requests, r.doubles)
 	}
 	_ = tw.Flush()
 	p99note := ""
@@ -1006,10 +1007,10 @@ type loadResult struct {
 var readVerbs = []string{"GET", "LIST", "WATCH", "WATCHLIST"}
 
 // logMarks marks every agent's log.
-func logMarks() map[*node]logMark {
-	m := map[*node]logMark{}
+func logMarks() map[*node]agentproc.LogMark {
+	m := map[*node]agentproc.LogMark{}
 	for _, n := range nodes {
-		m[n] = n.logMark()
+		m[n] = n.Mark()
 	}
 	return m
 }
@@ -1033,14 +1034,14 @@ func (c logCounts) String() string {
 }
 
 // countLogs counts, by node, lines of the agents' logs since marks.
-func countLogs(marks map[*node]logMark) logCounts {
+func countLogs(marks map[*node]agentproc.LogMark) logCounts {
 	c := logCounts{throttled: map[string]int{}, renewFailed: map[string]int{}, releaseFailed: map[string]int{}, lost: map[string]int{}}
 	for _, n := range nodes {
-		logs := n.logSince(marks[n])
-		c.throttled[n.name] = strings.Count(logs, "client-side throttling")
-		c.renewFailed[n.name] = strings.Count(logs, "failed to renew lease")
-		c.releaseFailed[n.name] = strings.Count(logs, "Failed to release lock")
-		c.lost[n.name] = strings.Count(logs, "Released announcement lease")
+		logs := n.LogsSince(marks[n])
+		c.throttled[n.Name] = strings.Count(logs, "client-side throttling")
+		c.renewFailed[n.Name] = strings.Count(logs, "failed to renew lease")
+		c.releaseFailed[n.Name] = strings.Count(logs, "Failed to release lock")
+		c.lost[n.Name] = strings.Count(logs, "Released announcement lease")
 	}
 	return c
 }
@@ -1217,7 +1218,7 @@ func reportLoad(b *testing.B, r loadResult) {
 	b.ReportMetric(r.writes/secs/nNodes, "api-writes/s/node")
 	b.ReportMetric(r.reads/secs/nNodes, "api-reads/s/node")
 	for _, n := range nodes {
-		b.ReportMetric(float64(r.byHolder[n.name])/secs, n.name+"-lease-writes/s")
+		b.ReportMetric(float64(r.byHolder[n.Name])/secs, n.Name+"-lease-writes/s")
 	}
 	b.ReportMetric(float64(r.holderChanges), "holder-changes")
 	b.ReportMetric(float64(r.held), "leases-held")
@@ -1266,7 +1267,7 @@ func logLoadSummary(b *testing.B, rs []loadResult) {
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "timings\tservices\theld\tlease writes/s\tAPI writes/s\tAPI reads/s\twrites/s/node\treads/s/node\t")
 	for _, n := range nodes {
-		fmt.Fprintf(tw, "%s writes/s\t", n.name)
+		fmt.Fprintf(tw, "%s writes/s\t", n.Name)
 	}
 	fmt.Fprintln(tw, "req/s/node\tholder changes\tthrottling msgs (window/since policy)\tfailed renewals\tleases lost\t")
 	for _, r := range rs {
@@ -1275,7 +1276,7 @@ func logLoadSummary(b *testing.B, rs []loadResult) {
 			r.timing.name, r.timing.duration, r.timing.renew, r.timing.retry, r.services, r.held,
 			float64(r.modified)/secs, r.writes/secs, r.reads/secs, r.writes/secs/3, r.reads/secs/3)
 		for _, n := range nodes {
-			fmt.Fprintf(tw, "%.1f\t", float64(r.byHolder[n.name])/secs)
+			fmt.Fprintf(tw, "%.1f\t", float64(r.byHolder[n.Name])/secs)
 		}
 		fmt.Fprintf(tw, "%.1f\t%d\t%d/%d\t%d\t%d\t\n", (r.reads+r.writes)/secs/3, r.holderChanges,
 			sum(r.logs.throttled), sum(r.settle.throttled), sum(r.logs.renewFailed), sum(r.logs.lost))

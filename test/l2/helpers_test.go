@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
+	"github.com/heraldlb/herald/test/agentproc"
 )
 
 // Names the spec and the agent share with these tests.
@@ -54,15 +55,7 @@ func waitFor(t testing.TB, cond func() (bool, string)) {
 }
 
 // deadAgents describes agents that exited without being asked to.
-func deadAgents() string {
-	var b strings.Builder
-	for _, n := range nodes {
-		if msg := n.unexpectedExit(); msg != "" {
-			b.WriteString("\n(" + msg + ")")
-		}
-	}
-	return b.String()
-}
+func deadAgents() string { return agentproc.UnexpectedExits(agents()...) }
 
 // ---------------------------------------------------------------------------
 // Scenario: a test's namespace, Services, policies and node labels
@@ -73,7 +66,7 @@ type scenario struct {
 	ns    string
 	label string // value of testLabel on the scenario's Services
 	start int    // capture position when the test started
-	logs  map[*node]logMark
+	logs  map[*node]agentproc.LogMark
 
 	policies []string
 	vips     []netip.Addr // for the failure dump
@@ -87,9 +80,9 @@ type scenario struct {
 func newScenario(t *testing.T) *scenario {
 	t.Helper()
 	ensureAgents(t)
-	s := &scenario{t: t, start: client.mark(), logs: map[*node]logMark{}}
+	s := &scenario{t: t, start: client.mark(), logs: map[*node]agentproc.LogMark{}}
 	for _, n := range nodes {
-		s.logs[n] = n.logMark()
+		s.logs[n] = n.Mark()
 	}
 	ns, err := kube.CoreV1().Namespaces().Create(context.Background(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}, metav1.CreateOptions{})
@@ -106,10 +99,10 @@ func newScenario(t *testing.T) *scenario {
 func ensureAgents(t testing.TB) {
 	t.Helper()
 	for _, n := range nodes {
-		if n.running() {
+		if n.Running() {
 			continue
 		}
-		if err := n.start(); err != nil {
+		if err := n.Start(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -255,19 +248,19 @@ func (s *scenario) setNodeLabel(n *node, key, value string) {
 		if v != nil {
 			b = fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, *v)
 		}
-		_, err := kube.CoreV1().Nodes().Patch(context.Background(), n.name, types.MergePatchType, []byte(b), metav1.PatchOptions{})
+		_, err := kube.CoreV1().Nodes().Patch(context.Background(), n.Name, types.MergePatchType, []byte(b), metav1.PatchOptions{})
 		return err
 	}
-	old, err := kube.CoreV1().Nodes().Get(context.Background(), n.name, metav1.GetOptions{})
+	old, err := kube.CoreV1().Nodes().Get(context.Background(), n.Name, metav1.GetOptions{})
 	if err != nil {
-		s.t.Fatalf("getting Node %s: %v", n.name, err)
+		s.t.Fatalf("getting Node %s: %v", n.Name, err)
 	}
 	var v *string
 	if value != "" {
 		v = &value
 	}
 	if err := patch(v); err != nil {
-		s.t.Fatalf("labelling Node %s: %v", n.name, err)
+		s.t.Fatalf("labelling Node %s: %v", n.Name, err)
 	}
 	var prev *string
 	if ov, ok := old.Labels[key]; ok {
@@ -275,7 +268,7 @@ func (s *scenario) setNodeLabel(n *node, key, value string) {
 	}
 	s.restore = append(s.restore, func() {
 		if err := patch(prev); err != nil {
-			s.t.Errorf("restoring label %s of Node %s: %v", key, n.name, err)
+			s.t.Errorf("restoring label %s of Node %s: %v", key, n.Name, err)
 		}
 	})
 }
@@ -304,7 +297,7 @@ func holderOf(l *coordinationv1.Lease) string {
 
 func nodeNamed(name string) *node {
 	for _, n := range nodes {
-		if n.name == name {
+		if n.Name == name {
 			return n
 		}
 	}
@@ -344,12 +337,12 @@ func announcedOn(n *node, vip netip.Addr) string {
 		return err.Error()
 	}
 	if len(rows) != 1 {
-		return fmt.Sprintf("%s: %d l2-announce rows for %s, want 1 (on %s)", n.name, len(rows), vip, devName)
+		return fmt.Sprintf("%s: %d l2-announce rows for %s, want 1 (on %s)", n.Name, len(rows), vip, devName)
 	}
 	e := rows[0]
-	if e.NetworkInterface != devName || e.Ifindex != n.eth0Index() || e.MAC != n.mac.String() || !isDone(e) {
+	if e.NetworkInterface != devName || e.Ifindex != n.eth0Index() || e.MAC != n.host.MAC.String() || !isDone(e) {
 		return fmt.Sprintf("%s: l2-announce row %s %s ifindex %d MAC %s status %s; want %s ifindex %d MAC %s, Done",
-			n.name, e.IP, e.NetworkInterface, e.Ifindex, e.MAC, e.Status.Kind, devName, n.eth0Index(), n.mac)
+			n.Name, e.IP, e.NetworkInterface, e.Ifindex, e.MAC, e.Status.Kind, devName, n.eth0Index(), n.host.MAC)
 	}
 	return ""
 }
@@ -357,7 +350,7 @@ func announcedOn(n *node, vip netip.Addr) string {
 func names(ns []*node) []string {
 	var out []string
 	for _, n := range ns {
-		out = append(out, n.name)
+		out = append(out, n.Name)
 	}
 	return out
 }
@@ -384,7 +377,7 @@ const confirmations = 5
 // one reply, carrying n's MAC.
 func expectAnsweredOnlyBy(t testing.TB, vip netip.Addr, n *node) {
 	t.Helper()
-	want := []string{n.mac.String()}
+	want := []string{n.host.MAC.String()}
 	waitFor(t, func() (bool, string) {
 		res := probe(t, vip)
 		return slices.Equal(res.macs(), want), fmt.Sprintf("want a reply from %s only; %s", n, res)
@@ -392,7 +385,7 @@ func expectAnsweredOnlyBy(t testing.TB, vip netip.Addr, n *node) {
 	for i := 0; i < confirmations; i++ {
 		res := probe(t, vip)
 		if len(res.replies) != 1 || !slices.Equal(res.macs(), want) {
-			t.Fatalf("request %d after %s first answered alone: want exactly one reply, from %s; %s", i+1, n.name, n, res)
+			t.Fatalf("request %d after %s first answered alone: want exactly one reply, from %s; %s", i+1, n.Name, n, res)
 		}
 	}
 }
@@ -434,7 +427,7 @@ func waitGratuitous(t testing.TB, vip netip.Addr, n *node, since int) {
 		var seen []string
 		for _, f := range frames {
 			if f.gratuitous(vip) {
-				if f.sha.String() == n.mac.String() {
+				if f.sha.String() == n.host.MAC.String() {
 					return true, ""
 				}
 				seen = append(seen, f.String())
@@ -479,8 +472,8 @@ func assertNeverSpokeFor(t testing.TB, vip netip.Addr, from, to int, ns ...*node
 	}
 	var bad []string
 	for _, n := range ns {
-		if x := bySender[n.mac.String()]; x != nil {
-			bad = append(bad, fmt.Sprintf("%s spoke for %s %d times, first %s, last %s", n.name, vip, x.n, x.first, x.last))
+		if x := bySender[n.host.MAC.String()]; x != nil {
+			bad = append(bad, fmt.Sprintf("%s spoke for %s %d times, first %s, last %s", n.Name, vip, x.n, x.first, x.last))
 		}
 	}
 	if len(bad) == 0 {
@@ -491,8 +484,8 @@ func assertNeverSpokeFor(t testing.TB, vip netip.Addr, from, to int, ns ...*node
 		x := bySender[mac]
 		who := mac
 		for _, n := range nodes {
-			if n.mac.String() == mac {
-				who = n.name
+			if n.host.MAC.String() == mac {
+				who = n.Name
 			}
 		}
 		all = append(all, fmt.Sprintf("%s: %d frames from %s to %s", who, x.n, x.first.at.Format("15:04:05.000"), x.last.at.Format("15:04:05.000")))
@@ -512,7 +505,7 @@ func arping(t testing.TB, vip netip.Addr, count int) []string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "ip", "netns", "exec", clientNS,
+	out, err := exec.CommandContext(ctx, "ip", "netns", "exec", clientHost.Netns,
 		"arping", "-I", devName, "-c", strconv.Itoa(count), "-w", "10", vip.String()).CombinedOutput()
 	var macs []string
 	for _, line := range strings.Split(string(out), "\n") {
@@ -528,7 +521,7 @@ func arping(t testing.TB, vip netip.Addr, count int) []string {
 	}
 	slices.Sort(macs)
 	if len(macs) == 0 {
-		t.Errorf("arping %s from %s: no reply (%v):\n%s", vip, clientNS, err, out)
+		t.Errorf("arping %s from %s: no reply (%v):\n%s", vip, clientHost.Netns, err, out)
 	}
 	return macs
 }
@@ -560,8 +553,8 @@ func waitMapEntry(t testing.TB, n *node, vip netip.Addr) mapEntry {
 		if err != nil {
 			return false, err.Error()
 		}
-		if len(entries) != 1 || entries[0].Ifindex != n.eth0Index() || entries[0].MAC.String() != n.mac.String() {
-			return false, fmt.Sprintf("%s: %s entries for %s: %v; want one, ifindex %d, MAC %s", n.name, "l2_responder_v4", vip, entries, n.eth0Index(), n.mac)
+		if len(entries) != 1 || entries[0].Ifindex != n.eth0Index() || entries[0].MAC.String() != n.host.MAC.String() {
+			return false, fmt.Sprintf("%s: %s entries for %s: %v; want one, ifindex %d, MAC %s", n.Name, "l2_responder_v4", vip, entries, n.eth0Index(), n.host.MAC)
 		}
 		got = entries[0]
 		return true, ""
@@ -579,13 +572,13 @@ func waitWithdrawn(t testing.TB, n *node, vip netip.Addr) {
 			return false, err.Error()
 		}
 		if len(rows) != 0 {
-			return false, fmt.Sprintf("%s: still %d l2-announce rows for %s", n.name, len(rows), vip)
+			return false, fmt.Sprintf("%s: still %d l2-announce rows for %s", n.Name, len(rows), vip)
 		}
 		entries, err := n.mapEntriesFor(vip)
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(entries) == 0, fmt.Sprintf("%s: l2_responder_v4 still has %v", n.name, entries)
+		return len(entries) == 0, fmt.Sprintf("%s: l2_responder_v4 still has %v", n.Name, entries)
 	})
 }
 
@@ -599,14 +592,14 @@ func assertNotAnnounced(t testing.TB, vip netip.Addr, ns ...*node) {
 			t.Fatal(err)
 		}
 		if len(rows) != 0 {
-			t.Errorf("%s must not announce %s, yet its l2-announce table has %d rows for it", n.name, vip, len(rows))
+			t.Errorf("%s must not announce %s, yet its l2-announce table has %d rows for it", n.Name, vip, len(rows))
 		}
 		entries, err := n.mapEntriesFor(vip)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(entries) != 0 {
-			t.Errorf("%s must not answer for %s, yet its l2_responder_v4 has %v", n.name, vip, entries)
+			t.Errorf("%s must not answer for %s, yet its l2_responder_v4 has %v", n.Name, vip, entries)
 		}
 	}
 }
@@ -622,16 +615,16 @@ func others(n *node) []*node {
 func dumpState(vips []netip.Addr, since int) string {
 	var b strings.Builder
 	for _, n := range nodes {
-		fmt.Fprintf(&b, "== %s: agent running=%v pid=%d\n", n, n.running(), n.pid())
-		if !n.running() {
+		fmt.Fprintf(&b, "== %s: agent running=%v pid=%d\n", n, n.Running(), n.PID())
+		if !n.Running() {
 			continue
 		}
-		if out, err := n.dbg("statedb", "l2-announce"); err == nil {
+		if out, err := n.Dbg("statedb", "l2-announce"); err == nil {
 			fmt.Fprintf(&b, "herald-dbg statedb l2-announce:\n%s", out)
 		} else {
 			fmt.Fprintln(&b, err)
 		}
-		if out, err := n.dbg("statedb", "l2-policies"); err == nil {
+		if out, err := n.Dbg("statedb", "l2-policies"); err == nil {
 			fmt.Fprintf(&b, "herald-dbg statedb l2-policies:\n%s", out)
 		}
 		if entries, err := n.mapEntries(); err == nil {
@@ -664,6 +657,6 @@ func dumpState(vips []netip.Addr, since int) string {
 			}
 		}
 	}
-	fmt.Fprintf(&b, "== ARP frames about %v during the test (last 60 of %d):\n%s\n", vips, len(about), tail(strings.Join(about, "\n"), 60))
+	fmt.Fprintf(&b, "== ARP frames about %v during the test (last 60 of %d):\n%s\n", vips, len(about), agentproc.Tail(strings.Join(about, "\n"), 60))
 	return b.String()
 }

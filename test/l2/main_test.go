@@ -1,13 +1,13 @@
 // Package l2 tests L2 announcements end to end on a real (virtual) LAN.
 //
-// TestMain builds a Linux bridge in its own network namespace (hl2-lan) and
-// plugs into it, each with a veth:
+// TestMain builds (with test/netlab) a Linux bridge in its own network
+// namespace (hl2-lan) and plugs into it, each with a veth:
 //
 //   - the root namespace (hl2-root, 198.18.0.1), where kube-apiserver binds,
 //     so that agents in other namespaces reach it;
 //   - three "node" namespaces hl2-node1..3 (eth0, 198.18.0.11-13), each
 //     running its own herald-agent --node-name nodeN through
-//     `ip netns exec`;
+//     `ip netns exec` (test/agentproc);
 //   - a client namespace hl2-client (eth0, 198.18.0.100), from which the
 //     tests send ARP requests and capture every ARP frame (AF_PACKET).
 //
@@ -29,7 +29,6 @@ package l2
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -40,7 +39,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,7 +46,9 @@ import (
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
+	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/cluster"
+	"github.com/heraldlb/herald/test/netlab"
 )
 
 // timeout bounds every wait. It is generous on purpose: tests check
@@ -69,11 +69,12 @@ var (
 	kube        kubernetes.Interface
 	herald      versioned.Interface
 
-	workDir          string
-	agentBin, dbgBin string
+	workDir string
+	lan     *netlab.LAN
 
-	nodes  []*node
-	client *arpClient
+	nodes      []*node
+	clientHost *netlab.Host // hl2-client
+	client     *arpClient
 )
 
 func TestMain(m *testing.M) {
@@ -122,7 +123,7 @@ func run(m *testing.M) int {
 	// One run at a time on a machine: the LAN's names and addresses are
 	// fixed, and a run removes what another left behind. The lock goes with
 	// the process, however it ends.
-	unlock, err := lockRun()
+	unlock, err := netlab.Lock("l2")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "l2:", err)
 		return 1
@@ -147,77 +148,50 @@ func run(m *testing.M) int {
 		return 1
 	}
 	atTeardown(func() {
-		for _, err := range unmountAll(workDir) {
+		for _, err := range agentproc.UnmountAll(workDir) {
 			fmt.Fprintln(os.Stderr, "l2:", err)
 		}
 		_ = os.RemoveAll(workDir)
 	})
 
 	// Build first: a compile error is reported before anything is set up.
-	agentBin = filepath.Join(workDir, "bin", "herald-agent")
-	dbgBin = filepath.Join(workDir, "bin", "herald-dbg")
-	for bin, pkg := range map[string]string{agentBin: "./cmd/herald-agent", dbgBin: "./cmd/herald-dbg"} {
-		cmd := exec.Command("go", "build", "-o", bin, pkg)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "l2: go build %s: %v\n%s\n", pkg, err, out)
-			return 1
-		}
+	// (cleanupLeftovers finds a killed run's agents by this path.)
+	agentBin, dbgBin, err := agentproc.Build(root, filepath.Join(workDir, "bin"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "l2:", err)
+		return 1
 	}
 
-	if err := setup(); err != nil {
+	if err := setup(agentBin, dbgBin); err != nil {
 		fmt.Fprintln(os.Stderr, "l2:", err)
 		return 1
 	}
 	return m.Run()
 }
 
-func setup() error {
-	nodes = nil
-	for i := 1; i <= 3; i++ {
-		name := fmt.Sprintf("node%d", i)
-		n := &node{
-			name: name,
-			lanHost: lanHost{
-				ns:   prefix + name,
-				port: name,
-				ip:   netip.AddrFrom4([4]byte{198, 18, 0, byte(10 + i)}),
-				mac:  mustMAC(fmt.Sprintf("02:48:4c:32:00:%02x", 10+i)),
-			},
-			labels: map[string]string{"kubernetes.io/hostname": name, "hl2.test/node": name},
-			dir:    filepath.Join(workDir, name),
-		}
-		if i != 3 {
-			n.bpfRoot = filepath.Join(workDir, "bpffs", name)
-		}
-		nodes = append(nodes, n)
+func setup(agentBin, dbgBin string) error {
+	var err error
+	if lan, err = netlab.New(prefix, subnet); err != nil {
+		return err
 	}
-	clientHost := lanHost{ns: clientNS, port: "client", ip: clientIP, mac: clientMAC}
-
+	lan.SetMACPrefix(macPrefix)
 	atTeardown(func() {
-		for _, err := range teardownLAN() {
+		for _, err := range lan.Teardown() {
 			fmt.Fprintln(os.Stderr, "l2:", err)
 		}
 	})
-	hosts := []lanHost{clientHost}
-	for _, n := range nodes {
-		hosts = append(hosts, n.lanHost)
-	}
-	if err := setupLAN(hosts); err != nil {
+	names := []string{"node1", "node2", "node3"}
+	if err := lan.Setup(names...); err != nil {
 		return fmt.Errorf("building the LAN: %w", err)
 	}
-	for _, n := range nodes {
-		if err := os.MkdirAll(n.dir, 0o755); err != nil {
-			return err
-		}
-		if n.bpfRoot != "" {
-			if err := mountBPFFS(n.bpfRoot); err != nil {
-				return err
-			}
-		}
+	if clientHost, err = lan.Add("client", clientHostNum); err != nil {
+		return fmt.Errorf("building the LAN: %w", err)
+	}
+	if err := checkPlan(lan, names); err != nil {
+		return fmt.Errorf("building the LAN: %w", err)
 	}
 
-	c, err := cluster.Start(cluster.Options{Addr: rootIP.String()})
+	c, err := cluster.Start(cluster.Options{Addr: lan.RootIP().String()})
 	if err != nil {
 		return err
 	}
@@ -229,6 +203,40 @@ func setup() error {
 		return err
 	}
 
+	nodes = nil
+	for i, name := range names {
+		h := lan.Host(name)
+		o := agentproc.Options{
+			Name:       name,
+			Netns:      h.Netns,
+			Dir:        filepath.Join(workDir, name),
+			AgentBin:   agentBin,
+			DbgBin:     dbgBin,
+			Kubeconfig: c.Kubeconfig,
+			Namespace:  leaseNS,
+			Args: []string{
+				"--enable-l2-announcements",
+				"--devices", devName,
+				"--l2-announcements-lease-duration", leaseDuration.String(),
+				"--l2-announcements-renew-deadline", renewDeadline.String(),
+				"--l2-announcements-retry-period", retryPeriod.String(),
+			},
+		}
+		// node1 and node2 pin their maps in a bpffs we mount; node3 keeps
+		// the default and mounts one itself.
+		if i != 2 {
+			o.BPFRoot = filepath.Join(workDir, "bpffs", name)
+			if err := agentproc.MountBPFFS(o.BPFRoot); err != nil {
+				return err
+			}
+		}
+		nodes = append(nodes, &node{
+			Agent:  agentproc.New(o),
+			host:   h,
+			labels: map[string]string{"kubernetes.io/hostname": name, "hl2.test/node": name},
+		})
+	}
+
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := testCluster.InstallCRDs(ctx, filepath.Join(cluster.RepoRoot(), "install", "crds")); err != nil {
@@ -238,9 +246,9 @@ func setup() error {
 		return fmt.Errorf("creating namespace %s: %w", leaseNS, err)
 	}
 	for _, n := range nodes {
-		obj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: n.labels}}
+		obj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.labels}}
 		if _, err := kube.CoreV1().Nodes().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating Node %s: %w", n.name, err)
+			return fmt.Errorf("creating Node %s: %w", n.Name, err)
 		}
 	}
 	pool := &v2alpha1.CiliumLoadBalancerIPPool{
@@ -253,48 +261,30 @@ func setup() error {
 		return fmt.Errorf("creating pool: %w", err)
 	}
 
-	if client, err = openARPClient(clientNS, clientIP); err != nil {
+	if client, err = openARPClient(clientHost.Netns, clientHost.IP); err != nil {
 		return fmt.Errorf("ARP client: %w", err)
 	}
 	atTeardown(client.close)
 
 	atTeardown(func() {
 		for _, n := range nodes {
-			if err := n.stop(); err != nil {
+			if err := n.Stop(); err != nil {
 				fmt.Fprintln(os.Stderr, "l2:", err)
 			}
 		}
 	})
 	for _, n := range nodes {
-		if err := n.start(); err != nil {
+		if err := n.Start(); err != nil {
 			return err
 		}
 	}
 	for _, n := range nodes {
 		if err := n.waitReady(); err != nil {
-			b, _ := os.ReadFile(n.current().logPath)
-			return fmt.Errorf("%w\n----- log of agent %s -----\n%s", err, n.name, tail(string(b), 100))
+			b, _ := os.ReadFile(n.LogPath())
+			return fmt.Errorf("%w\n----- log of agent %s -----\n%s", err, n.Name, agentproc.Tail(string(b), 100))
 		}
 	}
 	return nil
-}
-
-// lockRun takes the machine-wide lock of this suite, waiting for another
-// run to finish.
-func lockRun() (unlock func(), err error) {
-	path := filepath.Join(os.TempDir(), "herald-test-l2.lock")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		fmt.Fprintln(os.Stderr, "l2: another run of this suite is in progress; waiting for it to finish")
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("locking %s: %w", path, err)
-		}
-	}
-	return func() { f.Close() }, nil
 }
 
 // stopLeftoverCluster stops the control plane of an earlier run.

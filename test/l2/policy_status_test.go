@@ -63,7 +63,7 @@ func TestPolicyStatus(t *testing.T) {
 		var seen []string
 		for _, e := range evs.Items {
 			seen = append(seen, e.Reason+": "+e.Message)
-			if e.Reason == "L2Announced" && strings.Contains(e.Message, "Node "+owner.name+" announces "+vip.String()+" on eth0") {
+			if e.Reason == "L2Announced" && strings.Contains(e.Message, "Node "+owner.Name+" announces "+vip.String()+" on eth0") {
 				return true, ""
 			}
 		}

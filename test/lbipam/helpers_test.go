@@ -3,16 +3,13 @@ package lbipam
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +24,7 @@ import (
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/tables"
+	"github.com/heraldlb/herald/test/agentproc"
 )
 
 // timeout bounds every wait. It is generous on purpose: tests check
@@ -63,159 +61,80 @@ func waitFor(t testing.TB, timeout time.Duration, cond func() (bool, string)) {
 }
 
 // ---------------------------------------------------------------------------
-// The agent as a subprocess
+// The agent as a subprocess (test/agentproc)
 // ---------------------------------------------------------------------------
-
-// agent is a herald-agent process.
-type agent struct {
-	name    string // --node-name, also its Lease identity
-	dir     string
-	socket  string // --dbg-socket
-	logPath string
-	cmd     *exec.Cmd
-
-	done chan struct{} // closed when the process has exited
-	err  error         // its exit status, once done is closed
-
-	mu       sync.Mutex
-	stopping bool // set before we signal it; an exit is then expected
-}
 
 var (
 	agentsMu sync.Mutex
-	agents   []*agent // every agent started, to report unexpected exits
+	agents   []*agentproc.Agent // every agent started, to report unexpected exits
 )
 
-// startAgent runs herald-agent as the spec's deployment would, with
-// --enable-ipv6 and any extra flags. It is stopped with SIGTERM when the
-// test ends, and its log is printed if the test failed.
-func startAgent(t *testing.T, nodeName string, extraFlags ...string) *agent {
+// startAgent runs herald-agent on the host as the spec's deployment would,
+// with --enable-ipv6 and any extra flags. It is stopped with SIGTERM when
+// the test ends, and its log is printed if the test failed.
+func startAgent(t *testing.T, nodeName string, extraFlags ...string) *agentproc.Agent {
 	t.Helper()
 	// Unix socket paths are limited to 108 bytes: keep the directory short.
 	dir, err := os.MkdirTemp("", "herald-agent-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &agent{
-		name:    nodeName,
-		dir:     dir,
-		socket:  filepath.Join(dir, "dbg.sock"),
-		logPath: filepath.Join(dir, "agent.log"),
-		done:    make(chan struct{}),
-	}
-	args := append([]string{
-		"--kubeconfig", testCluster.Kubeconfig,
-		"--node-name", nodeName,
-		"--k8s-namespace", leaseNS,
-		"--enable-ipv6",
-		"--dbg-socket", a.socket,
-	}, extraFlags...)
-	logFile, err := os.Create(a.logPath)
-	if err != nil {
+	a := agentproc.New(agentproc.Options{
+		Name:       nodeName,
+		Dir:        dir,
+		AgentBin:   agentBin,
+		DbgBin:     dbgBin,
+		Kubeconfig: testCluster.Kubeconfig,
+		Namespace:  leaseNS,
+		Args:       append([]string{"--enable-ipv6"}, extraFlags...),
+	})
+	if err := a.Start(); err != nil {
+		_ = os.RemoveAll(dir)
 		t.Fatal(err)
 	}
-	a.cmd = exec.Command(agentBin, args...)
-	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
-	a.cmd.Env = agentEnv()
-	// Should the test binary die, the agent goes with it.
-	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := a.cmd.Start(); err != nil {
-		logFile.Close()
-		t.Fatalf("starting %s: %v", agentBin, err)
-	}
-	go func() {
-		a.err = a.cmd.Wait()
-		logFile.Close()
-		close(a.done)
-	}()
 	agentsMu.Lock()
 	agents = append(agents, a)
 	agentsMu.Unlock()
-	t.Logf("started agent %s (pid %d): %s %s", nodeName, a.cmd.Process.Pid, filepath.Base(agentBin), strings.Join(args, " "))
+	t.Logf("started agent %s (pid %d) in %s with %s", nodeName, a.PID(), dir, strings.Join(a.Args, " "))
 
 	t.Cleanup(func() {
-		a.stop(t)
+		stopAgent(t, a)
 		if t.Failed() || os.Getenv("LBIPAM_AGENT_LOGS") != "" {
-			a.printLog(t)
+			t.Log(a.Logs(400))
 		}
 		agentsMu.Lock()
-		agents = slices.DeleteFunc(agents, func(x *agent) bool { return x == a })
+		agents = slices.DeleteFunc(agents, func(x *agentproc.Agent) bool { return x == a })
 		agentsMu.Unlock()
 		_ = os.RemoveAll(dir)
 	})
 	return a
 }
 
-// agentEnv is the test's environment without anything the agent would read
-// as configuration (HERALD_* options, NODE_NAME, KUBECONFIG).
-func agentEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "HERALD_") || k == "NODE_NAME" || k == "KUBECONFIG" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return env
-}
-
-func (a *agent) exited() bool {
-	select {
-	case <-a.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop sends SIGTERM, as the kubelet does, and waits for the agent to exit.
-// It releases its Lease on the way out.
-func (a *agent) stop(t testing.TB) {
+// stopAgent sends SIGTERM, as the kubelet does, and waits for the agent to
+// exit. It releases its Lease on the way out.
+func stopAgent(t testing.TB, a *agentproc.Agent) {
 	t.Helper()
-	a.signal(t, syscall.SIGTERM)
+	endAgent(t, a, "SIGTERM", a.Stop)
 }
 
 // kill9 kills the agent with SIGKILL: no cleanup, the Lease stays held
 // until it expires.
-func (a *agent) kill9(t testing.TB) {
+func kill9(t testing.TB, a *agentproc.Agent) {
 	t.Helper()
-	a.signal(t, syscall.SIGKILL)
+	endAgent(t, a, "SIGKILL", a.Kill9)
 }
 
-func (a *agent) signal(t testing.TB, sig syscall.Signal) {
+func endAgent(t testing.TB, a *agentproc.Agent, sig string, end func() error) {
 	t.Helper()
-	if a.exited() {
+	if !a.Running() {
 		return
 	}
-	a.mu.Lock()
-	a.stopping = true
-	a.mu.Unlock()
-	_ = a.cmd.Process.Signal(sig)
-	select {
-	case <-a.done:
-		t.Logf("agent %s exited after %v: %v", a.name, sig, a.err)
-	case <-time.After(timeout):
-		_ = a.cmd.Process.Kill()
-		<-a.done
-		t.Errorf("agent %s did not exit within %s of %v; killed", a.name, timeout, sig)
-	}
-}
-
-// printLog prints the agent's log (the last lines of a long one).
-func (a *agent) printLog(t testing.TB) {
-	t.Helper()
-	b, err := os.ReadFile(a.logPath)
-	if err != nil {
-		t.Logf("agent %s: no log: %v", a.name, err)
+	if err := end(); err != nil {
+		t.Error(err)
 		return
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	const max = 400
-	if len(lines) > max {
-		lines = append([]string{fmt.Sprintf("[... %d earlier lines]", len(lines)-max)}, lines[len(lines)-max:]...)
-	}
-	t.Logf("----- log of agent %s -----\n%s\n----- end of log of agent %s -----", a.name, strings.Join(lines, "\n"), a.name)
+	_, status := a.Exited()
+	t.Logf("agent %s exited after %s: %v", a.Name, sig, status)
 }
 
 // deadAgents describes agents that exited without being asked to, for
@@ -223,48 +142,13 @@ func (a *agent) printLog(t testing.TB) {
 func deadAgents() string {
 	agentsMu.Lock()
 	defer agentsMu.Unlock()
-	var b strings.Builder
-	for _, a := range agents {
-		a.mu.Lock()
-		stopping := a.stopping
-		a.mu.Unlock()
-		if a.exited() && !stopping {
-			fmt.Fprintf(&b, "\n(agent %s exited unexpectedly: %v)", a.name, a.err)
-		}
-	}
-	return b.String()
+	return agentproc.UnexpectedExits(agents...)
 }
 
-// allocations returns the agent's lb-allocations table, read with
-// `herald-dbg statedb lb-allocations -o json`.
-func (a *agent) allocations() ([]*tables.LBAllocation, error) {
-	out, err := a.dbg("statedb", tables.LBAllocationsTableName, "-o", "json")
-	if err != nil {
-		return nil, err
-	}
-	var rows []*tables.LBAllocation
-	if err := json.Unmarshal(out, &rows); err != nil {
-		return nil, fmt.Errorf("decoding herald-dbg output: %w\n%s", err, out)
-	}
-	return rows, nil
-}
-
-func (a *agent) dbg(args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, dbgBin, append([]string{"--socket", a.socket}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("herald-dbg %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return out, nil
-}
-
-// allocationsIn returns the agent's rows for Services in namespace ns.
-func (a *agent) allocationsIn(ns string) ([]*tables.LBAllocation, error) {
-	rows, err := a.allocations()
+// allocationsIn returns the agent's lb-allocations rows for Services in
+// namespace ns.
+func allocationsIn(a *agentproc.Agent, ns string) ([]*tables.LBAllocation, error) {
+	rows, err := agentproc.Table[*tables.LBAllocation](a, tables.LBAllocationsTableName)
 	if err != nil {
 		return nil, err
 	}
@@ -273,12 +157,12 @@ func (a *agent) allocationsIn(ns string) ([]*tables.LBAllocation, error) {
 
 // waitSettled waits until the agent has decided for exactly n Services of
 // namespace ns and has written every decision (reconciliation status Done).
-func (a *agent) waitSettled(t testing.TB, ns string, n int, timeout time.Duration) []*tables.LBAllocation {
+func waitSettled(t testing.TB, a *agentproc.Agent, ns string, n int, timeout time.Duration) []*tables.LBAllocation {
 	t.Helper()
 	var rows []*tables.LBAllocation
 	waitFor(t, timeout, func() (bool, string) {
 		var err error
-		rows, err = a.allocationsIn(ns)
+		rows, err = allocationsIn(a, ns)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -289,25 +173,21 @@ func (a *agent) waitSettled(t testing.TB, ns string, n int, timeout time.Duratio
 			}
 		}
 		return len(rows) == n && done == n,
-			fmt.Sprintf("agent %s: want %d lb-allocations rows in namespace %s, all Done; have %d rows, %d Done", a.name, n, ns, len(rows), done)
+			fmt.Sprintf("agent %s: want %d lb-allocations rows in namespace %s, all Done; have %d rows, %d Done", a.Name, n, ns, len(rows), done)
 	})
 	return rows
 }
 
 // waitSeen waits until the Service is in the agent's services table.
-func (a *agent) waitSeen(t testing.TB, ns, name string) {
+func waitSeen(t testing.TB, a *agentproc.Agent, ns, name string) {
 	t.Helper()
 	waitFor(t, timeout, func() (bool, string) {
-		out, err := a.dbg("statedb", tables.ServicesTableName, "-o", "json")
+		rows, err := agentproc.Table[*tables.Service](a, tables.ServicesTableName)
 		if err != nil {
 			return false, err.Error()
 		}
-		var rows []*tables.Service
-		if err := json.Unmarshal(out, &rows); err != nil {
-			return false, fmt.Sprintf("decoding herald-dbg output: %v", err)
-		}
 		return slices.ContainsFunc(rows, func(r *tables.Service) bool { return r.Namespace == ns && r.Name == name }),
-			fmt.Sprintf("agent %s: service %s/%s is not in its %s table", a.name, ns, name, tables.ServicesTableName)
+			fmt.Sprintf("agent %s: service %s/%s is not in its %s table", a.Name, ns, name, tables.ServicesTableName)
 	})
 }
 
@@ -326,14 +206,14 @@ func leaseHolder() (string, error) {
 }
 
 // waitLeader waits until the agent holds the LB IPAM Lease.
-func waitLeader(t testing.TB, a *agent) {
+func waitLeader(t testing.TB, a *agentproc.Agent) {
 	t.Helper()
 	waitFor(t, timeout, func() (bool, string) {
 		holder, err := leaseHolder()
 		if err != nil {
 			return false, fmt.Sprintf("Lease %s/%s: %v", leaseNS, leaseName, err)
 		}
-		return holder == a.name, fmt.Sprintf("Lease %s/%s holderIdentity is %q, want %q", leaseNS, leaseName, holder, a.name)
+		return holder == a.Name, fmt.Sprintf("Lease %s/%s holderIdentity is %q, want %q", leaseNS, leaseName, holder, a.Name)
 	})
 }
 

@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
+	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/cluster"
 )
 
@@ -63,16 +63,10 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(tmp)
 
 	// Build first: a compile error is reported before a cluster is started.
-	agentBin = filepath.Join(tmp, "herald-agent")
-	dbgBin = filepath.Join(tmp, "herald-dbg")
 	kubectlCacheDir = filepath.Join(tmp, "kubectl-cache")
-	for bin, pkg := range map[string]string{agentBin: "./cmd/herald-agent", dbgBin: "./cmd/herald-dbg"} {
-		cmd := exec.Command("go", "build", "-o", bin, pkg)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "lbipam: go build %s: %v\n%s\n", pkg, err, out)
-			return 1
-		}
+	if agentBin, dbgBin, err = agentproc.Build(root, tmp); err != nil {
+		fmt.Fprintln(os.Stderr, "lbipam:", err)
+		return 1
 	}
 
 	c, err := cluster.Start(cluster.Options{})

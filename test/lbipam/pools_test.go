@@ -262,7 +262,7 @@ spec:
 	// gets its IP from blue-pool.
 	s.apply(serviceYAML("service-blue", nil, nil))
 	s.waitSatisfied("service-blue", "20.0.10.0")
-	if rows := a.waitSettled(t, s.ns, 1, timeout); len(rows[0].IPs) != 1 || rows[0].IPs[0].Pool != "blue-pool" {
+	if rows := waitSettled(t, a, s.ns, 1, timeout); len(rows[0].IPs) != 1 || rows[0].IPs[0].Pool != "blue-pool" {
 		t.Errorf("service-blue's IP should come from blue-pool: %+v", rows[0].IPs)
 	}
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/heraldlb/herald/tables"
+	"github.com/heraldlb/herald/test/agentproc"
 )
 
 // bulkTimeout bounds waits on a thousand Services.
@@ -34,7 +35,7 @@ spec:
 `)
 	createServices(t, s.ns, serviceNames(n))
 	waitAllSatisfied(t, s.ns, n)
-	a.waitSettled(t, s.ns, n, bulkTimeout)
+	waitSettled(t, a, s.ns, n, bulkTimeout)
 	before := listServices(t, s.ns)
 
 	// Lowest free first, no address twice: the Services hold exactly the
@@ -54,10 +55,10 @@ spec:
 		want = want.Next()
 	}
 
-	a.kill9(t)
+	kill9(t, a)
 	b := startAgent(t, "node-b")
 	waitLeader(t, b) // after the killed agent's Lease expired
-	b.waitSettled(t, s.ns, n, bulkTimeout)
+	waitSettled(t, b, s.ns, n, bulkTimeout)
 
 	after := listServices(t, s.ns)
 	changed := 0
@@ -84,7 +85,7 @@ spec:
 // holder lets the other take over; it allocates new IPs and moves none.
 func TestLeaderHandoverKeepsAllIPs(t *testing.T) {
 	const n = 50
-	agents := map[string]*agent{}
+	agents := map[string]*agentproc.Agent{}
 	for _, name := range []string{"node-a", "node-b"} {
 		agents[name] = startAgent(t, name)
 	}
@@ -101,7 +102,7 @@ spec:
 	createServices(t, s.ns, serviceNames(n))
 	waitAllSatisfied(t, s.ns, n)
 
-	var leader, follower *agent
+	var leader, follower *agentproc.Agent
 	waitFor(t, timeout, func() (bool, string) {
 		holder, err := leaseHolder()
 		if err != nil {
@@ -115,28 +116,28 @@ spec:
 			follower = a
 		}
 	}
-	leader.waitSettled(t, s.ns, n, timeout)
+	waitSettled(t, leader, s.ns, n, timeout)
 	before := listServices(t, s.ns)
-	t.Logf("%s holds the Lease; stopping it with SIGTERM", leader.name)
+	t.Logf("%s holds the Lease; stopping it with SIGTERM", leader.Name)
 
-	leader.stop(t)
+	stopAgent(t, leader)
 	t.Run("SIGTERM stops the leader cleanly and releases the Lease", func(t *testing.T) {
 		// The agent has exited: a released Lease has no holder (or the
 		// follower already took it).
-		if leader.err != nil {
-			t.Errorf("agent %s exited with %v after SIGTERM, want exit status 0", leader.name, leader.err)
+		if exited, err := leader.Exited(); !exited || err != nil {
+			t.Errorf("agent %s exited with %v after SIGTERM (exited: %v), want exit status 0", leader.Name, err, exited)
 		}
 		holder, err := leaseHolder()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if holder == leader.name {
-			t.Errorf("after agent %s exited on SIGTERM the Lease %s/%s still names it as holder: it was not released, so the follower waits for it to expire", leader.name, leaseNS, leaseName)
+		if holder == leader.Name {
+			t.Errorf("after agent %s exited on SIGTERM the Lease %s/%s still names it as holder: it was not released, so the follower waits for it to expire", leader.Name, leaseNS, leaseName)
 		}
 	})
 
 	waitLeader(t, follower)
-	follower.waitSettled(t, s.ns, n, timeout)
+	waitSettled(t, follower, s.ns, n, timeout)
 	s.apply(serviceYAML("service-new", nil, nil))
 	s.waitSatisfied("service-new", fmt.Sprintf("20.0.10.%d", n))
 

@@ -100,8 +100,8 @@ func TestDormantUntilFirstPool(t *testing.T) {
 	waitLeader(t, a)
 
 	s.apply(serviceYAML("service-red", map[string]string{"color": "red"}, nil))
-	a.waitSeen(t, s.ns, "service-red")
-	a.waitSettled(t, s.ns, 0, timeout)
+	waitSeen(t, a, s.ns, "service-red")
+	waitSettled(t, a, s.ns, 0, timeout)
 	if svc := s.service("service-red"); len(svc.Status.LoadBalancer.Ingress) != 0 || len(lbConditions(svc)) != 0 {
 		t.Errorf("without pools LB IPAM must not touch service-red: %s", describeLB(svc))
 	}
@@ -356,7 +356,7 @@ spec:
 	// agent has seen the two before it.
 	s.apply(serviceYAML("service-blue", nil, nil))
 	s.waitSatisfied("service-blue", "20.0.10.0")
-	a.waitSettled(t, s.ns, 1, timeout) // a decision for service-blue only
+	waitSettled(t, a, s.ns, 1, timeout) // a decision for service-blue only
 
 	notTouched := func(name string) {
 		t.Helper()
@@ -369,10 +369,10 @@ spec:
 	notTouched("service-l2") // --enable-l2-announcements is off
 
 	// With --enable-l2-announcements, io.cilium/l2-announcer is handled.
-	a.stop(t)
+	stopAgent(t, a)
 	a = startAgent(t, "node-a", "--enable-l2-announcements")
 	s.waitSatisfied("service-l2", "20.0.10.1")
-	a.waitSettled(t, s.ns, 2, timeout)
+	waitSettled(t, a, s.ns, 2, timeout)
 	s.waitSatisfied("service-blue", "20.0.10.0")
 	notTouched("service-other")
 
@@ -401,7 +401,7 @@ spec:
 	// hands the Service back: Herald removes its ingress and condition.
 	s.apply(serviceYAML("service-l2-too", nil, nil, "loadBalancerClass: io.cilium/l2-announcer"))
 	s.waitSatisfied("service-l2-too", "20.0.10.2")
-	a.stop(t)
+	stopAgent(t, a)
 	a = startAgent(t, "node-a")
 	s.waitUntouched("service-l2-too")
 	s.waitEvent("service-l2-too", eventReleased, "Released IP 20.0.10.2: the service is no longer handled by LB IPAM")
@@ -495,7 +495,7 @@ spec:
 			t.Helper()
 			// The new counts show the agent has seen the edit; Done rows
 			// show it has written everything it decided.
-			a.waitSettled(t, s.ns, 2, timeout)
+			waitSettled(t, a, s.ns, 2, timeout)
 			for i, name := range []string{"service-a", "service-b"} {
 				svc := s.service(name)
 				if got := describeLB(svc); got != fmt.Sprintf(`ingress ["20.0.10.%d"], %s conditions [{status: True, reason: "satisfied", message: ""}]`, i, conditionType) {

@@ -13,22 +13,26 @@ package netlab
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
 // LAN is one test network.
 type LAN struct {
-	prefix string
-	subnet netip.Prefix
-	hosts  map[string]*Host
+	prefix    string
+	subnet    netip.Prefix
+	macPrefix [5]byte
+	hosts     map[string]*Host
 }
 
 // Host is a namespace on the LAN.
@@ -42,7 +46,10 @@ type Host struct {
 
 // New describes a LAN; Setup builds it. The prefix (at most 8 characters,
 // it goes into interface names) names everything, the subnet (a /24 or
-// larger) numbers it: the root namespace gets .1, hosts .11 upwards.
+// larger) numbers it: the root namespace gets .1, hosts .11 upwards (or
+// the address Add gives them). The device with address .n has the MAC
+// address <MAC prefix>:n, by default 02:48:4c:00:<the subnet's third byte>:n
+// (see SetMACPrefix).
 func New(prefix string, subnet netip.Prefix) (*LAN, error) {
 	if len(prefix) > 8 {
 		return nil, fmt.Errorf("netlab: prefix %q is longer than 8 characters", prefix)
@@ -50,7 +57,25 @@ func New(prefix string, subnet netip.Prefix) (*LAN, error) {
 	if !subnet.Addr().Is4() || subnet.Bits() > 24 {
 		return nil, fmt.Errorf("netlab: subnet %s is not an IPv4 /24 or larger", subnet)
 	}
-	return &LAN{prefix: prefix, subnet: subnet.Masked(), hosts: map[string]*Host{}}, nil
+	subnet = subnet.Masked()
+	return &LAN{
+		prefix:    prefix,
+		subnet:    subnet,
+		macPrefix: [5]byte{0x02, 0x48, 0x4c, 0x00, subnet.Addr().As4()[2]},
+		hosts:     map[string]*Host{},
+	}, nil
+}
+
+// SetMACPrefix sets the first five bytes of the LAN's MAC addresses, for
+// callers whose tests or reports know the MACs by heart. It must be a
+// locally administered unicast prefix (first byte 0x02, 0x06, ...). Call
+// it before Setup.
+func (l *LAN) SetMACPrefix(p [5]byte) { l.macPrefix = p }
+
+// mac is the MAC address of the device with the subnet's n-th address.
+func (l *LAN) mac(n int) net.HardwareAddr {
+	p := l.macPrefix
+	return net.HardwareAddr{p[0], p[1], p[2], p[3], p[4], byte(n)}
 }
 
 func (l *LAN) lanNS() string    { return l.prefix + "lan" }
@@ -84,7 +109,7 @@ func (l *LAN) Setup(hosts ...string) error {
 		{"-n", l.lanNS(), "link", "set", "lo", "up"},
 		{"-n", l.lanNS(), "link", "add", "br0", "type", "bridge"},
 		{"-n", l.lanNS(), "link", "set", "br0", "up"},
-		{"link", "add", l.rootVeth(), "type", "veth", "peer", "name", "root", "netns", l.lanNS()},
+		{"link", "add", l.rootVeth(), "address", l.mac(1).String(), "type", "veth", "peer", "name", "root", "netns", l.lanNS()},
 	} {
 		if err := ip(args...); err != nil {
 			return err
@@ -103,19 +128,41 @@ func (l *LAN) Setup(hosts ...string) error {
 		}
 	}
 	for i, name := range hosts {
-		h := &Host{
-			Name:  name,
-			Netns: l.prefix + name,
-			IP:    l.nth(11 + i),
-			MAC:   net.HardwareAddr{0x02, 0x48, 0x4c, 0x00, byte(l.subnet.Addr().As4()[2]), byte(11 + i)},
-			port:  fmt.Sprintf("p%d", i),
+		if _, err := l.Add(name, 11+i); err != nil {
+			return err
 		}
-		if err := l.addHost(h, plen); err != nil {
-			return fmt.Errorf("host %s: %w", name, err)
-		}
-		l.hosts[name] = h
 	}
 	return nil
+}
+
+// Add plugs one more host into a LAN that is set up, with the subnet's
+// n-th address (2 to 254, not taken): e.g. a client at .100, away from the
+// nodes Setup numbered from .11.
+func (l *LAN) Add(name string, n int) (*Host, error) {
+	if l.hosts[name] != nil {
+		return nil, fmt.Errorf("netlab: host %s exists", name)
+	}
+	if n < 2 || n > 254 {
+		return nil, fmt.Errorf("netlab: host %s: address .%d is not in 2..254", name, n)
+	}
+	addr := l.nth(n)
+	for _, h := range l.hosts {
+		if h.IP == addr {
+			return nil, fmt.Errorf("netlab: host %s: %s is %s's", name, addr, h.Name)
+		}
+	}
+	h := &Host{
+		Name:  name,
+		Netns: l.prefix + name,
+		IP:    addr,
+		MAC:   l.mac(n),
+		port:  fmt.Sprintf("p%d", len(l.hosts)),
+	}
+	if err := l.addHost(h, l.subnet.Bits()); err != nil {
+		return nil, fmt.Errorf("host %s: %w", name, err)
+	}
+	l.hosts[name] = h
+	return h, nil
 }
 
 func (l *LAN) addHost(h *Host, plen int) error {
@@ -201,6 +248,44 @@ func Lock(name string) (unlock func(), err error) {
 		}
 	}
 	return func() { f.Close() }, nil
+}
+
+// InNetns runs fn on an OS thread switched into the named network
+// namespace (e.g. a Host's Netns): sockets fn creates belong to that
+// namespace for good. The thread is switched back before it is released;
+// if that fails it stays locked, and Go discards it when the goroutine
+// ends.
+func InNetns(name string, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			errc <- fmt.Errorf("current netns: %w", err)
+			return
+		}
+		defer orig.Close()
+		target, err := netns.GetFromName(name)
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("netns %s: %w", name, err)
+			return
+		}
+		defer target.Close()
+		if err := netns.Set(target); err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("entering netns %s: %w", name, err)
+			return
+		}
+		ferr := fn()
+		if err := netns.Set(orig); err != nil {
+			errc <- errors.Join(ferr, fmt.Errorf("leaving netns %s: %w", name, err))
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- ferr
+	}()
+	return <-errc
 }
 
 func ip(args ...string) error {
