@@ -94,7 +94,11 @@ func (s *state) notify() {
 // handed out before.
 func (s *state) restore(entries []entry) {
 	for _, e := range entries {
+		// Indexed by attachment at once: a DEL (or one the plugin queued
+		// while the agent was down) releases it even before its CIDR is
+		// known again.
 		s.orphans[e.IP] = e
+		s.byAttachment[e.Attachment] = append(s.byAttachment[e.Attachment], e.IP)
 	}
 	s.adoptOrphans()
 }
@@ -106,9 +110,18 @@ func (s *state) adoptOrphans() {
 			continue
 		}
 		delete(s.orphans, ip)
-		s.record(e)
+		s.allocs[ip] = e
 		c.emptySince = time.Time{}
 	}
+}
+
+// lookup returns the allocation of an address, adopted or orphaned.
+func (s *state) lookup(ip netip.Addr) (entry, bool) {
+	if e, ok := s.allocs[ip]; ok {
+		return e, true
+	}
+	e, ok := s.orphans[ip]
+	return e, ok
 }
 
 func (s *state) record(e entry) {
@@ -233,7 +246,9 @@ func (s *state) allocateOne(req ipamv1.AddRequest, pf poolFamily) (entry, error)
 func (s *state) entries(ips []netip.Addr) []entry {
 	out := make([]entry, 0, len(ips))
 	for _, ip := range ips {
-		out = append(out, s.allocs[ip])
+		if e, ok := s.lookup(ip); ok {
+			out = append(out, e)
+		}
 	}
 	return out
 }
@@ -243,10 +258,13 @@ func (s *state) del(a ipamv1.Attachment) ([]entry, error) {
 	for pf := range s.pending {
 		delete(s.pending[pf], a)
 	}
-	ips := s.byAttachment[a]
+	ips := slices.Clone(s.byAttachment[a])
 	var released []entry
 	for _, ip := range ips {
-		e := s.allocs[ip]
+		e, ok := s.lookup(ip)
+		if !ok {
+			continue
+		}
 		if err := s.store.remove(ip); err != nil {
 			return released, err
 		}
@@ -260,13 +278,13 @@ func (s *state) del(a ipamv1.Attachment) ([]entry, error) {
 }
 
 func (s *state) forget(e entry) {
-	delete(s.allocs, e.IP)
-	rest := slices.DeleteFunc(s.byAttachment[e.Attachment], func(ip netip.Addr) bool { return ip == e.IP })
-	if len(rest) == 0 {
-		delete(s.byAttachment, e.Attachment)
-	} else {
-		s.byAttachment[e.Attachment] = rest
+	if _, orphan := s.orphans[e.IP]; orphan {
+		delete(s.orphans, e.IP)
+		s.dropFromAttachment(e)
+		return
 	}
+	delete(s.allocs, e.IP)
+	s.dropFromAttachment(e)
 	if c := s.cidrs[e.CIDR]; c != nil {
 		c.addrs.release(e.IP)
 		if c.addrs.inUse() == 0 {
@@ -276,6 +294,15 @@ func (s *state) forget(e entry) {
 				s.removed = append(s.removed, e.CIDR)
 			}
 		}
+	}
+}
+
+func (s *state) dropFromAttachment(e entry) {
+	rest := slices.DeleteFunc(slices.Clone(s.byAttachment[e.Attachment]), func(ip netip.Addr) bool { return ip == e.IP })
+	if len(rest) == 0 {
+		delete(s.byAttachment, e.Attachment)
+	} else {
+		s.byAttachment[e.Attachment] = rest
 	}
 }
 
@@ -300,7 +327,10 @@ func (s *state) gc(network string, valid []ipamv1.Attachment) ([]entry, error) {
 	}
 	var released []entry
 	for a, ips := range s.byAttachment {
-		if keep[a] || len(ips) == 0 || s.allocs[ips[0]].Network != network {
+		if keep[a] || len(ips) == 0 {
+			continue
+		}
+		if e, ok := s.lookup(ips[0]); !ok || e.Network != network {
 			continue
 		}
 		rs, err := s.del(a)

@@ -212,3 +212,34 @@ func TestReady(t *testing.T) {
 		t.Fatal("not ready with a default CIDR")
 	}
 }
+
+// A DEL that arrives before the node's CIDRs are known again (a queued DEL
+// replayed at start) releases the journaled address all the same.
+func TestDelOfRestoredBeforeCIDRsKnown(t *testing.T) {
+	s, m, _ := newTestState(tables.IPv4)
+	e := entry{IP: netip.MustParseAddr("198.18.100.2"), CIDR: netip.MustParsePrefix("198.18.100.0/24"), Pool: "default",
+		Network: "herald", Attachment: ipamv1.Attachment{ContainerID: "c1", IfName: "eth0"}}
+	m.files[e.IP] = e
+	s.restore([]entry{e})
+	released, err := s.del(e.Attachment)
+	if err != nil || len(released) != 1 {
+		t.Fatalf("del = %v, %v", released, err)
+	}
+	if _, ok := m.files[e.IP]; ok {
+		t.Fatal("journal entry left")
+	}
+	s.setCIDRs([]tables.PoolCIDRs{alloc("default", "198.18.100.0/24")})
+	if inUse, _ := s.usage(); inUse[poolFamily{"default", tables.IPv4}] != 0 {
+		t.Fatalf("still in use: %v", inUse)
+	}
+	// GC of orphans works too.
+	e2 := e
+	e2.ContainerID = "c2"
+	m.files[e2.IP] = e2
+	s2, _, _ := newTestState(tables.IPv4)
+	s2.store = m
+	s2.restore([]entry{e2})
+	if r, err := s2.gc("herald", nil); err != nil || len(r) != 1 {
+		t.Fatalf("gc of an orphan = %v, %v", r, err)
+	}
+}

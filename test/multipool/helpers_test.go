@@ -25,17 +25,22 @@ import (
 // podPrefix names the pods' network namespaces.
 const podPrefix = prefix + "p-"
 
-// The pools every test may use.
+// The pools every test may use: dual-stack.
 const (
-	defaultCIDR = "198.18.64.0/20"
-	greenCIDR   = "198.18.80.0/20"
+	defaultCIDR  = "198.18.64.0/20"
+	defaultCIDR6 = "fd00:64::/104"
+	greenCIDR    = "198.18.80.0/20"
+	greenCIDR6   = "fd00:80::/104"
 )
 
 func createDefaultPools(ctx context.Context) error {
-	for name, cidr := range map[string]string{tables.DefaultPodIPPool: defaultCIDR, "green-pool": greenCIDR} {
+	for name, cidrs := range map[string][2]string{tables.DefaultPodIPPool: {defaultCIDR, defaultCIDR6}, "green-pool": {greenCIDR, greenCIDR6}} {
 		p := &v2alpha1.CiliumPodIPPool{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec:       v2alpha1.IPPoolSpec{IPv4: &v2alpha1.IPv4PoolSpec{CIDRs: []v2alpha1.PoolCIDR{v2alpha1.PoolCIDR(cidr)}, MaskSize: 24}},
+			Spec: v2alpha1.IPPoolSpec{
+				IPv4: &v2alpha1.IPv4PoolSpec{CIDRs: []v2alpha1.PoolCIDR{v2alpha1.PoolCIDR(cidrs[0])}, MaskSize: 24},
+				IPv6: &v2alpha1.IPv6PoolSpec{CIDRs: []v2alpha1.PoolCIDR{v2alpha1.PoolCIDR(cidrs[1])}, MaskSize: 120},
+			},
 		}
 		if _, err := herald.CiliumV2alpha1().CiliumPodIPPools().Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating pool %s: %w", name, err)
@@ -65,7 +70,7 @@ func newNode(name, agentBin, dbgBin string) (*node, error) {
 		Kubeconfig: testCluster.Kubeconfig, Namespace: leaseNS,
 		HealthAddr: h.IP.String() + ":9965",
 		Args: []string{
-			"--ipam=multi-pool", "--auto-direct-node-routes",
+			"--ipam=multi-pool", "--auto-direct-node-routes", "--enable-ipv6",
 			"--ipam-socket=" + n.socket, "--ipam-state-dir=" + n.stateDir,
 		},
 	})
@@ -105,20 +110,18 @@ func waitFor(t testing.TB, within time.Duration, cond func() (bool, string)) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %s: %s%s", within, seen, unexpectedExits())
+			t.Fatalf("gave up after %s: %s%s", within, seen, agentproc.UnexpectedExits(agents()...))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
-func unexpectedExits() string {
-	var b strings.Builder
+func agents() []*agentproc.Agent {
+	var out []*agentproc.Agent
 	for _, n := range nodes {
-		if msg := n.agent.UnexpectedExit(); msg != "" {
-			b.WriteString("\n" + msg)
-		}
+		out = append(out, n.agent)
 	}
-	return b.String()
+	return out
 }
 
 func logAgentsOnFailure(t *testing.T) {
@@ -224,15 +227,25 @@ func (p *pod) stop(t testing.TB) {
 	}
 }
 
-// inPool reports whether every address of the pod lies in cidr.
+// inPrefix reports whether some address of the pod lies in cidr.
 func inPrefix(ips []netip.Addr, cidr string) bool {
 	pfx := netip.MustParsePrefix(cidr)
 	for _, a := range ips {
-		if !pfx.Contains(a) {
-			return false
+		if pfx.Contains(a) {
+			return true
 		}
 	}
-	return len(ips) > 0
+	return false
+}
+
+// ipOf returns the pod's address of the family.
+func (p *pod) ipOf(f tables.Family) netip.Addr {
+	for _, a := range p.IPs() {
+		if tables.FamilyOf(a) == f {
+			return a
+		}
+	}
+	return netip.Addr{}
 }
 
 // allocations reads a node's pod-ip-allocations table.

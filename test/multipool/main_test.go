@@ -17,8 +17,10 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -41,7 +43,31 @@ const (
 	timeout = 2 * time.Minute
 )
 
-var subnet = netip.MustParsePrefix("198.18.4.0/24")
+var (
+	subnet  = netip.MustParsePrefix("198.18.4.0/24")
+	subnet6 = netip.MustParsePrefix("fd00:4::/64")
+)
+
+// nodeIPv6 is the i-th node's IPv6 address on the LAN (::11, ::12, ...).
+func nodeIPv6(i int) netip.Addr {
+	b := subnet6.Addr().As16()
+	b[15] = byte(0x11 + i)
+	return netip.AddrFrom16(b)
+}
+
+// enableIPv6 turns IPv6 on in a node's namespace and gives eth0 an address.
+func enableIPv6(netns string, addr netip.Addr) error {
+	for _, args := range [][]string{
+		{"netns", "exec", netns, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=0", "net.ipv6.conf.default.disable_ipv6=0",
+			"net.ipv6.conf.eth0.disable_ipv6=0", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0"},
+		{"-n", netns, "addr", "add", addr.String() + "/64", "dev", "eth0", "nodad"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip %v: %w: %s", args, err, out)
+		}
+	}
+	return nil
+}
 
 // Shared by all tests; set up by TestMain.
 var (
@@ -122,6 +148,14 @@ func setup(teardown *[]func()) error {
 	if err := lan.Setup(names...); err != nil {
 		return fmt.Errorf("building the LAN: %w", err)
 	}
+	// Dual-stack nodes: netlab's LAN is IPv4; the nodes get an IPv6
+	// address of subnet6 on eth0 too (no duplicate detection: the
+	// addresses are ours), and pods get both families.
+	for i, name := range names {
+		if err := enableIPv6(lan.Host(name).Netns, nodeIPv6(i)); err != nil {
+			return fmt.Errorf("IPv6 on %s: %w", name, err)
+		}
+	}
 
 	c, err := cluster.Start(cluster.Options{Addr: lan.RootIP().String()})
 	if err != nil {
@@ -147,7 +181,10 @@ func setup(teardown *[]func()) error {
 		if err != nil {
 			return err
 		}
-		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: h.IP.String()}}
+		n.Status.Addresses = []corev1.NodeAddress{
+			{Type: corev1.NodeInternalIP, Address: h.IP.String()},
+			{Type: corev1.NodeInternalIP, Address: nodeIPv6(slices.Index(names, name)).String()},
+		}
 		if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 			return err
 		}

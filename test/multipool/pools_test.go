@@ -23,40 +23,42 @@ func TestPoolByAnnotation(t *testing.T) {
 	greenNS := namespace(t, "green", map[string]string{tables.AnnotationIPPool: "green-pool"})
 	n := nodes[0]
 	for _, tt := range []struct {
-		name, ns string
-		ann      map[string]string
-		cidr     string
+		name, ns    string
+		ann         map[string]string
+		cidr, cidr6 string
 	}{
-		{"no annotation", plain, nil, defaultCIDR},
-		{"pod annotation", plain, map[string]string{tables.AnnotationIPPool: "green-pool"}, greenCIDR},
-		{"namespace annotation", greenNS, nil, greenCIDR},
-		{"pod beats namespace", greenNS, map[string]string{tables.AnnotationIPPool: "default"}, defaultCIDR},
-		{"ipv4-pool beats ip-pool", plain, map[string]string{tables.AnnotationIPPool: "default", tables.AnnotationIPv4Pool: "green-pool"}, greenCIDR},
+		{"no annotation", plain, nil, defaultCIDR, defaultCIDR6},
+		{"pod annotation", plain, map[string]string{tables.AnnotationIPPool: "green-pool"}, greenCIDR, greenCIDR6},
+		{"namespace annotation", greenNS, nil, greenCIDR, greenCIDR6},
+		{"pod beats namespace", greenNS, map[string]string{tables.AnnotationIPPool: "default"}, defaultCIDR, defaultCIDR6},
+		{"ipv4-pool beats ip-pool, per family", plain, map[string]string{tables.AnnotationIPPool: "default", tables.AnnotationIPv4Pool: "green-pool"}, greenCIDR, defaultCIDR6},
+		{"ipv6-pool beats ip-pool, per family", plain, map[string]string{tables.AnnotationIPPool: "default", tables.AnnotationIPv6Pool: "green-pool"}, defaultCIDR, greenCIDR6},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := startPod(t, n, tt.ns, fmt.Sprintf("pod-%d", podSeq.Load()+1), tt.ann)
 			defer p.stop(t)
-			if !inPrefix(p.IPs(), tt.cidr) {
-				t.Fatalf("pod got %s, want an address of %s", joinAddrs(p.IPs()), tt.cidr)
+			if len(p.IPs()) != 2 || !inPrefix(p.IPs(), tt.cidr) || !inPrefix(p.IPs(), tt.cidr6) {
+				t.Fatalf("pod got %s, want an address of %s and one of %s", joinAddrs(p.IPs()), tt.cidr, tt.cidr6)
 			}
 			cn, err := herald.CiliumV2().CiliumNodes().Get(context.Background(), n.name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			found := false
-			for _, a := range cn.Spec.IPAM.Pools.Allocated {
-				for _, c := range a.CIDRs {
-					if inPrefix(p.IPs(), string(c)) {
-						found = true
-						gw := p.result.IPs[0].Gateway.String()
-						if want := tables.PodCIDRGateway(mustPrefix(string(c))).String(); gw != want {
-							t.Errorf("gateway %s, want %s (the CIDR's second address)", gw, want)
+			for _, ipc := range p.result.IPs {
+				found := false
+				for _, a := range cn.Spec.IPAM.Pools.Allocated {
+					for _, c := range a.CIDRs {
+						if mustPrefix(string(c)).Contains(mustAddr(ipc.Address.IP.String())) {
+							found = true
+							if want := tables.PodCIDRGateway(mustPrefix(string(c))).String(); ipc.Gateway.String() != want {
+								t.Errorf("gateway %s, want %s (the CIDR's second address)", ipc.Gateway, want)
+							}
 						}
 					}
 				}
-			}
-			if !found {
-				t.Fatalf("pod address %s is in none of the CiliumNode's CIDRs %+v", joinAddrs(p.IPs()), cn.Spec.IPAM.Pools.Allocated)
+				if !found {
+					t.Fatalf("pod address %s is in none of the CiliumNode's CIDRs %+v", ipc.Address.IP, cn.Spec.IPAM.Pools.Allocated)
+				}
 			}
 		})
 	}
@@ -94,15 +96,17 @@ func TestCrossNodePing(t *testing.T) {
 	b := startPod(t, nodes[1], ns, "b", map[string]string{tables.AnnotationIPPool: "green-pool"})
 	defer b.stop(t)
 	ctx := context.Background()
-	waitFor(t, timeout, func() (bool, string) {
-		if err := a.netns.Ping(ctx, b.IPs()[0].String()); err != nil {
-			return false, fmt.Sprintf("ping %s (node2) from %s (node1): %v", b.IPs()[0], a.IPs()[0], err)
-		}
-		if err := b.netns.Ping(ctx, a.IPs()[0].String()); err != nil {
-			return false, fmt.Sprintf("ping %s (node1) from %s (node2): %v", a.IPs()[0], b.IPs()[0], err)
-		}
-		return true, ""
-	})
+	for _, f := range []tables.Family{tables.IPv4, tables.IPv6} {
+		waitFor(t, timeout, func() (bool, string) {
+			if err := a.netns.Ping(ctx, b.ipOf(f).String()); err != nil {
+				return false, fmt.Sprintf("ping %s (node2) from %s (node1): %v", b.ipOf(f), a.ipOf(f), err)
+			}
+			if err := b.netns.Ping(ctx, a.ipOf(f).String()); err != nil {
+				return false, fmt.Sprintf("ping %s (node1) from %s (node2): %v", a.ipOf(f), b.ipOf(f), err)
+			}
+			return true, ""
+		})
+	}
 }
 
 // TestRequested: the node asks for roundUp(inUse + pending + pre, pre) of
@@ -151,3 +155,5 @@ func TestRequested(t *testing.T) {
 }
 
 func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+
+func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
