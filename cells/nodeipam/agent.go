@@ -1,6 +1,8 @@
 package nodeipam
 
 import (
+	"errors"
+	"io/fs"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -138,13 +140,21 @@ func (a *agent) replayPendingDels() error {
 	}
 	for i, r := range reqs {
 		a.mu.Lock()
+		// Still queued? An ADD of the same attachment since the file was
+		// read supersedes it (the agent's add removes it, under a.mu).
+		if _, err := os.Stat(files[i]); err != nil {
+			a.mu.Unlock()
+			continue
+		}
 		released, err := a.state.del(r.Attachment)
+		if err == nil {
+			_ = os.Remove(files[i])
+		}
 		a.mu.Unlock()
 		if err != nil {
 			return err
 		}
 		a.publish(nil, released)
-		_ = os.Remove(files[i])
 		a.Log.Info("Replayed a DEL queued while the agent did not answer", "container", r.ContainerID, "interface", r.IfName, "pod", r.Pod.Namespace+"/"+r.Pod.Name, "released", len(released))
 	}
 	if len(reqs) > 0 {
@@ -219,4 +229,20 @@ func (a *agent) poke() {
 	case a.kick <- struct{}{}:
 	default:
 	}
+}
+
+// dropQueuedDel removes a DEL of the attachment that the plugin queued
+// while the agent did not answer: an ADD of the same attachment came after
+// it and supersedes it; replayed later it would release the ADD's
+// addresses. Called with a.mu held, as replayPendingDels checks the file
+// under a.mu.
+func (a *agent) dropQueuedDel(att ipamv1.Attachment) error {
+	path, err := ipamv1.PendingDelPath(a.Config.IPAMStateDir, att)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }

@@ -44,7 +44,9 @@ func (a *agent) collectGarbage(ctx context.Context) error {
 	}
 	var check []candidate
 	seen := map[ipamv1.Attachment]bool{}
-	for _, e := range a.state.allocs {
+	// Orphans too: a pod can be gone while its address lies outside the
+	// node's CIDRs (the CIDR was taken away by hand).
+	for e := range a.state.all() {
 		if seen[e.Attachment] || now.Sub(e.Since) < gcGrace {
 			continue
 		}

@@ -171,6 +171,12 @@ func (a *agent) add(ctx context.Context, req ipamv1.AddRequest) (*ipamv1.AddResp
 	if err != nil {
 		return nil, err
 	}
+	a.mu.Lock()
+	err = a.dropQueuedDel(req.Attachment)
+	a.mu.Unlock()
+	if err != nil {
+		return nil, cniError(http.StatusInternalServerError, ipamv1.CodeIOFailure, "removing a DEL of %s/%s queued before this ADD: %v", req.ContainerID, req.IfName, err)
+	}
 	deadline := time.Now().Add(addWait)
 	for {
 		a.mu.Lock()

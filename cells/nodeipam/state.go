@@ -3,6 +3,7 @@ package nodeipam
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"net/netip"
 	"slices"
 	"sort"
@@ -122,6 +123,22 @@ func (s *state) lookup(ip netip.Addr) (entry, bool) {
 	}
 	e, ok := s.orphans[ip]
 	return e, ok
+}
+
+// all yields every journaled allocation, adopted or orphaned.
+func (s *state) all() iter.Seq[entry] {
+	return func(yield func(entry) bool) {
+		for _, e := range s.allocs {
+			if !yield(e) {
+				return
+			}
+		}
+		for _, e := range s.orphans {
+			if !yield(e) {
+				return
+			}
+		}
+	}
 }
 
 func (s *state) record(e entry) {

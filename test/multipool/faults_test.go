@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -191,8 +192,8 @@ func TestDelWhileAgentDown(t *testing.T) {
 	})
 }
 
-// TestKillDuringBurst: 200 pods come and go on one node while its agent is
-// killed with SIGKILL again and again: whenever an ADD succeeds its
+// TestKillDuringBurst: 200 pods or more come and go on one node while its agent is
+// killed with SIGKILL at least ten times: whenever an ADD succeeds its
 // addresses are the pod's alone; at the end, after the runtime's garbage
 // collection, the node holds exactly the addresses of the pods that exist.
 func TestKillDuringBurst(t *testing.T) {
@@ -203,19 +204,19 @@ func TestKillDuringBurst(t *testing.T) {
 	defer cancel()
 
 	stopKills := make(chan struct{})
-	killsDone := make(chan int)
+	var kills atomic.Int32
+	killsDone := make(chan struct{})
 	go func() {
-		kills := 0
 		rng := rand.New(rand.NewSource(7))
 		for {
 			select {
 			case <-stopKills:
-				killsDone <- kills
+				close(killsDone)
 				return
 			case <-time.After(time.Duration(500+rng.Intn(2000)) * time.Millisecond):
 			}
 			_ = n.agent.Kill9()
-			kills++
+			kills.Add(1)
 			time.Sleep(time.Duration(100+rng.Intn(300)) * time.Millisecond)
 			if err := n.agent.Start(); err != nil {
 				t.Error(err)
@@ -297,14 +298,15 @@ func TestKillDuringBurst(t *testing.T) {
 			}
 		}()
 	}
-	for i := 0; i < 200; i++ {
+	// At least 200 pods, and on until the agent was killed ten times.
+	for i := 0; i < 200 || (kills.Load() < 10 && i < 2000); i++ {
 		names <- i
 	}
 	close(names)
 	wg.Wait()
 	close(stopKills)
-	kills := <-killsDone
-	t.Logf("%d ADDs succeeded, %d failed (agent down or killed mid-way), %d SIGKILLs, %d pods alive", adds, fails, kills, len(alive))
+	<-killsDone
+	t.Logf("%d ADDs succeeded, %d failed (agent down or killed mid-way), %d SIGKILLs, %d pods alive", adds, fails, kills.Load(), len(alive))
 	if !n.agent.Running() {
 		if err := n.agent.Start(); err != nil {
 			t.Fatal(err)

@@ -77,18 +77,26 @@ func newNode(name, agentBin, dbgBin string) (*node, error) {
 	if err := n.agent.Start(); err != nil {
 		return nil, err
 	}
-	conf, err := cnitest.BridgeNetwork{Bridge: "cni0", IsGateway: false, IPAM: map[string]any{"socket": n.socket, "stateDir": n.stateDir}}.Conflist()
+	var err error
+	n.rt, err = n.runtime(n.socket, "cni-cache")
+	return n, err
+}
+
+// runtime is the node's container runtime whose herald-ipam talks to the
+// agent at socket (the agent's own, or something in between), with its
+// cache in the named directory of the node.
+func (n *node) runtime(socket, cache string) (*cnitest.Runtime, error) {
+	conf, err := cnitest.BridgeNetwork{Bridge: "cni0", IsGateway: false, IPAM: map[string]any{"socket": socket, "stateDir": n.stateDir}}.Conflist()
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(n.dir, "cni-cache"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(n.dir, cache), 0o755); err != nil {
 		return nil, err
 	}
-	n.rt, err = cnitest.NewRuntime(cnitest.RuntimeOptions{
-		Conflist: conf, NodeNetns: filepath.Join(cnitest.NetnsDir, h.Netns),
-		PluginDirs: []string{cnitest.PluginsDir(), filepath.Dir(ipamBin)}, CacheDir: filepath.Join(n.dir, "cni-cache"),
+	return cnitest.NewRuntime(cnitest.RuntimeOptions{
+		Conflist: conf, NodeNetns: filepath.Join(cnitest.NetnsDir, lan.Host(n.name).Netns),
+		PluginDirs: []string{cnitest.PluginsDir(), filepath.Dir(ipamBin)}, CacheDir: filepath.Join(n.dir, cache),
 	})
-	return n, err
 }
 
 func nodeNamed(name string) *node {

@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/containernetworking/cni/pkg/utils"
-
 	v1 "github.com/heraldlb/herald/api/ipam/v1"
 )
 
@@ -37,22 +35,9 @@ import (
 // release is in its journal; a leftover ".*.tmp-*" file is an interrupted
 // write and can be deleted.
 
-// pendingDelPath is the queue file of an attachment.
-func pendingDelPath(stateDir string, a v1.Attachment) (string, error) {
-	// The runtime's CNI_CONTAINERID and CNI_IFNAME were checked by skel
-	// already; checked again because they become a file name here.
-	if err := utils.ValidateContainerID(a.ContainerID); err != nil {
-		return "", err
-	}
-	if err := utils.ValidateInterfaceName(a.IfName); err != nil {
-		return "", err
-	}
-	return filepath.Join(stateDir, v1.PendingDelDir, a.ContainerID+"_"+a.IfName+".json"), nil
-}
-
 // queueDel writes req to the queue, atomically.
 func queueDel(stateDir string, req v1.DelRequest) (path string, err error) {
-	path, err = pendingDelPath(stateDir, req.Attachment)
+	path, err = v1.PendingDelPath(stateDir, req.Attachment)
 	if err != nil {
 		return "", err
 	}
@@ -96,7 +81,7 @@ func queueDel(stateDir string, req v1.DelRequest) (path string, err error) {
 // attachment, which supersedes it. A stale DEL replayed later would release
 // the addresses of a newer ADD.
 func dropPendingDel(stateDir string, a v1.Attachment) error {
-	path, err := pendingDelPath(stateDir, a)
+	path, err := v1.PendingDelPath(stateDir, a)
 	if err != nil {
 		return err
 	}
