@@ -1,8 +1,6 @@
 package allocator
 
 import (
-	"math/big"
-
 	"github.com/cilium/statedb"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -46,7 +44,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	txn := c.db.ReadTxn()
 	for st := range c.status.All(txn) {
 		for state, v := range map[string]string{"total": st.Total, "used": st.Used, "available": st.Available} {
-			ch <- prometheus.MustNewConstMetric(c.poolIPs, prometheus.GaugeValue, decimalToFloat(v), st.Name, state)
+			ch <- prometheus.MustNewConstMetric(c.poolIPs, prometheus.GaugeValue, tables.CountFloat(v), st.Name, state)
 		}
 		conflicting := 0.0
 		if st.Conflicting {
@@ -63,13 +61,4 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for reason, n := range byReason {
 		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(n), reason)
 	}
-}
-
-func decimalToFloat(s string) float64 {
-	f, _, err := big.ParseFloat(s, 10, 64, big.ToNearestEven)
-	if err != nil {
-		return 0
-	}
-	v, _ := f.Float64()
-	return v
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/hive/job"
 	"github.com/cilium/statedb"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
@@ -40,6 +41,7 @@ type params struct {
 	Nodes       statedb.Table[*tables.Node]
 	CIDRs       statedb.RWTable[*tables.NodePodCIDR]
 	Allocations statedb.RWTable[*tables.PodIPAllocation]
+	Metrics     prometheus.Registerer `optional:"true"`
 }
 
 // agent ties the state to Kubernetes, the tables and the plugin.
@@ -55,6 +57,7 @@ type agent struct {
 	// suspects are attachments whose pod looked gone, and since when
 	// (collectGarbage's own state).
 	suspects map[ipamv1.Attachment]time.Time
+	metrics  *metrics
 }
 
 // Timings of the node's pod IPAM.
@@ -83,6 +86,10 @@ func register(p params) error {
 	}
 	if p.Agent.EnableIPv6 {
 		a.families = append(a.families, tables.IPv6)
+	}
+	a.metrics = newMetrics(a)
+	if p.Metrics != nil {
+		p.Metrics.MustRegister(a.metrics)
 	}
 	srv := &server{agent: a}
 	p.Lifecycle.Append(cell.Hook{

@@ -33,11 +33,12 @@ func (s *server) start() error {
 		return fmt.Errorf("ipam-socket %s: %w", path, err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+ipamv1.PathAdd, s.add)
-	mux.HandleFunc("POST "+ipamv1.PathDel, s.del)
-	mux.HandleFunc("POST "+ipamv1.PathCheck, s.check)
-	mux.HandleFunc("POST "+ipamv1.PathGC, s.gc)
-	mux.HandleFunc("GET "+ipamv1.PathStatus, s.status)
+	m := s.agent.metrics
+	mux.HandleFunc("POST "+ipamv1.PathAdd, m.instrument("add", s.add))
+	mux.HandleFunc("POST "+ipamv1.PathDel, m.instrument("del", s.del))
+	mux.HandleFunc("POST "+ipamv1.PathCheck, m.instrument("check", s.check))
+	mux.HandleFunc("POST "+ipamv1.PathGC, m.instrument("gc", s.gc))
+	mux.HandleFunc("GET "+ipamv1.PathStatus, m.instrument("status", s.status))
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := s.http.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -59,6 +60,7 @@ func (s *server) stop(ctx context.Context) error {
 func reply(w http.ResponseWriter, v any, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	if err != nil {
+		errorCode(w, err)
 		var ae *apiError
 		if !errors.As(err, &ae) {
 			ae = &apiError{status: http.StatusInternalServerError, body: ipamv1.Error{Code: ipamv1.CodeIOFailure, Msg: err.Error()}}

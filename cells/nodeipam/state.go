@@ -381,6 +381,20 @@ func (s *state) usage() (inUse, pending map[poolFamily]int) {
 	return inUse, pending
 }
 
+// capacity counts, per pool and family, the usable addresses of the CIDRs
+// that still hand out (not gone, not being released) and the CIDRs held.
+func (s *state) capacity() (usable map[poolFamily]uint64, cidrs map[poolFamily]int) {
+	usable, cidrs = map[poolFamily]uint64{}, map[poolFamily]int{}
+	for p, c := range s.cidrs {
+		pf := poolFamily{c.pool, tables.FamilyOf(p.Addr())}
+		cidrs[pf]++
+		if !c.gone && !c.releasing {
+			usable[pf] += c.addrs.usable()
+		}
+	}
+	return usable, cidrs
+}
+
 // demand computes spec.ipam.pools.requested: for every pool in use,
 // waited for, or with a pre-allocation (and existing), the spec's formula
 // per family the agent runs.

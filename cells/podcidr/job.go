@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/hive/job"
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/reconciler"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
 	"github.com/heraldlb/herald/daemon/agentconfig"
@@ -35,6 +36,7 @@ type params struct {
 	Nodes       statedb.Table[*tables.Node]
 	Decisions   statedb.RWTable[*tables.PodCIDRDecision]
 	PoolStatus  statedb.RWTable[*tables.PodIPPoolStatus]
+	Metrics     prometheus.Registerer `optional:"true"`
 }
 
 func registerAllocator(p params) error {
@@ -43,6 +45,9 @@ func registerAllocator(p params) error {
 	}
 	if err := p.Config.validate(); err != nil {
 		return err
+	}
+	if p.Metrics != nil {
+		p.Metrics.MustRegister(newCollector(p.DB, p.PoolStatus))
 	}
 	p.Jobs.Add(job.OneShot("allocate", func(ctx context.Context, health cell.Health) error {
 		health.OK("following")

@@ -52,6 +52,9 @@ type Options struct {
 	Namespace  string // --k8s-namespace
 	// HealthAddr, if set, is --health-serve-addr, reachable from the test.
 	HealthAddr string
+	// MetricsAddr, if set, is --prometheus-serve-addr, reachable from the
+	// test (Metrics).
+	MetricsAddr string
 	// BPFRoot, if set, is --bpf-root: a bpffs the test mounted (MountBPFFS)
 	// before it started the agent, where the test reads its pinned maps.
 	// If unset the agent uses /sys/fs/bpf, which under `ip netns exec` is
@@ -131,6 +134,9 @@ func (a *Agent) Start() error {
 	}
 	if a.HealthAddr != "" {
 		args = append(args, "--health-serve-addr", a.HealthAddr)
+	}
+	if a.MetricsAddr != "" {
+		args = append(args, "--prometheus-serve-addr", a.MetricsAddr)
 	}
 	if a.BPFRoot != "" {
 		args = append(args, "--bpf-root", a.BPFRoot)

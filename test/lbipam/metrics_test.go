@@ -9,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
+	"github.com/heraldlb/herald/test/agentproc"
 )
 
 // freeAddr returns a loopback address with a port nobody listens on.
@@ -78,45 +77,8 @@ spec:
 `)
 	s.waitSatisfied("web", "10.77.0.0")
 
-	scrape := func() (map[string]*dto.MetricFamily, error) {
-		code, body, err := httpGet("http://" + metricsAddr + "/metrics")
-		if err != nil || code != http.StatusOK {
-			return nil, fmt.Errorf("GET /metrics: %d %v", code, err)
-		}
-		var p expfmt.TextParser
-		return p.TextToMetricFamilies(strings.NewReader(body))
-	}
-	value := func(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
-		f := fams[name]
-		if f == nil {
-			return 0, false
-		}
-	metrics:
-		for _, m := range f.Metric {
-			for k, v := range labels {
-				found := false
-				for _, lp := range m.Label {
-					if lp.GetName() == k && lp.GetValue() == v {
-						found = true
-					}
-				}
-				if !found {
-					continue metrics
-				}
-			}
-			switch {
-			case m.Gauge != nil:
-				return m.Gauge.GetValue(), true
-			case m.Counter != nil:
-				return m.Counter.GetValue(), true
-			case m.Histogram != nil:
-				return float64(m.Histogram.GetSampleCount()), true
-			}
-		}
-		return 0, false
-	}
 	waitFor(t, time.Minute, func() (bool, string) {
-		fams, err := scrape()
+		fams, err := agentproc.Scrape(metricsAddr)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -133,12 +95,12 @@ spec:
 			{"herald_build_info", nil, 1},
 		}
 		for _, c := range checks {
-			got, ok := value(fams, c.name, c.labels)
+			got, ok := fams.Value(c.name, c.labels)
 			if !ok || got != c.want {
 				return false, fmt.Sprintf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
 			}
 		}
-		if n, ok := value(fams, "herald_lbipam_assignment_latency_seconds", nil); !ok || n < 1 {
+		if n, ok := fams.Value("herald_lbipam_assignment_latency_seconds", nil); !ok || n < 1 {
 			return false, fmt.Sprintf("assignment latency samples: %v", n)
 		}
 		if _, ok := fams["herald_reconcile_duration_seconds"]; !ok {

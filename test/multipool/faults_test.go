@@ -108,6 +108,17 @@ func TestExhaustionAndReclaim(t *testing.T) {
 		t.Fatalf("ADD beyond the pool: %v, want CNI error %d naming pool tiny", err, ipamv1.CodePoolExhausted)
 	}
 	waitPoolCondition(t, "tiny", tables.ConditionPodPoolExhausted, metav1.ConditionTrue, "node1 needs")
+	waitMetrics(t, n1, map[string]float64{
+		`herald_ipam_node_addresses{pool="tiny",family="ipv4",state="in_use"}`:     10,
+		`herald_ipam_node_addresses{pool="tiny",family="ipv4",state="capacity"}`:   10,
+		`herald_ipam_node_cidrs{pool="tiny",family="ipv4"}`:                        2,
+		`herald_ipam_cni_requests_total{operation="add",outcome="pool_exhausted"}`: 1,
+	})
+	waitMetrics(t, leaderOf(t, tables.PodIPAMLease), map[string]float64{
+		`herald_ipam_pool_cidrs{pool="tiny",family="ipv4",state="allocated"}`:     2,
+		`herald_ipam_pool_cidrs{pool="tiny",family="ipv4",state="total"}`:         2,
+		`herald_ipam_pool_condition{pool="tiny",condition="cilium.io/Exhausted"}`: 1,
+	})
 	_ = n1.rt.Del(ctx, over.Pod) // the runtime cleans up the failed ADD
 
 	// Same node: a pod goes, its address serves the next one at once.
@@ -422,6 +433,19 @@ func TestPoolEditsWithLeaderRestart(t *testing.T) {
 // killLeader kills the agent holding the Lease and starts it again.
 func killLeader(t *testing.T, lease string) {
 	t.Helper()
+	leader := leaderOf(t, lease)
+	t.Logf("killing %s, the holder of %s", leader.name, lease)
+	if err := leader.agent.Kill9(); err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// leaderOf returns the node whose running agent holds the Lease.
+func leaderOf(t *testing.T, lease string) *node {
+	t.Helper()
 	var leader *node
 	waitFor(t, timeout, func() (bool, string) {
 		l, err := kube.CoordinationV1().Leases(leaseNS).Get(context.Background(), lease, metav1.GetOptions{})
@@ -437,13 +461,42 @@ func killLeader(t *testing.T, lease string) {
 		}
 		return false, "no running agent holds " + lease
 	})
-	t.Logf("killing %s, the holder of %s", leader.name, lease)
-	if err := leader.agent.Kill9(); err != nil {
-		t.Fatal(err)
+	return leader
+}
+
+// waitMetrics waits until the node's agent exports these values (at least
+// the value, for counters: names ending in _total), each written as
+// name{label="value",...}.
+func waitMetrics(t *testing.T, n *node, want map[string]float64) {
+	t.Helper()
+	waitFor(t, timeout, func() (bool, string) {
+		m, err := n.agent.Metrics()
+		if err != nil {
+			return false, err.Error()
+		}
+		for series, v := range want {
+			name, labels := parseSeries(series)
+			got, ok := m.Value(name, labels)
+			if !ok || got != v && !(strings.HasSuffix(name, "_total") && got >= v) {
+				return false, fmt.Sprintf("%s on %s = %v (present %v), want %v", series, n.name, got, ok, v)
+			}
+		}
+		return true, ""
+	})
+}
+
+// parseSeries splits name{a="x",b="y"}.
+func parseSeries(s string) (string, map[string]string) {
+	name, rest, ok := strings.Cut(s, "{")
+	if !ok {
+		return s, nil
 	}
-	if err := leader.agent.Start(); err != nil {
-		t.Fatal(err)
+	labels := map[string]string{}
+	for _, kv := range strings.Split(strings.TrimSuffix(rest, "}"), ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		labels[k] = strings.Trim(v, `"`)
 	}
+	return name, labels
 }
 
 // nodeCIDRHolding returns the node whose CiliumNode lists a CIDR with a.

@@ -68,7 +68,7 @@ func newNode(name, agentBin, dbgBin string) (*node, error) {
 	n.agent = agentproc.New(agentproc.Options{
 		Name: name, Netns: h.Netns, Dir: n.dir, AgentBin: agentBin, DbgBin: dbgBin,
 		Kubeconfig: testCluster.Kubeconfig, Namespace: leaseNS,
-		HealthAddr: h.IP.String() + ":9965",
+		HealthAddr: h.IP.String() + ":9965", MetricsAddr: h.IP.String() + ":9966",
 		Args: []string{
 			"--ipam=multi-pool", "--auto-direct-node-routes", "--enable-ipv6",
 			"--ipam-socket=" + n.socket, "--ipam-state-dir=" + n.stateDir,
