@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/hive/cell"
@@ -58,6 +59,9 @@ type agent struct {
 	// (collectGarbage's own state).
 	suspects map[ipamv1.Attachment]time.Time
 	metrics  *metrics
+	// forwarding: IP forwarding was turned on (with the first gateway on
+	// a bridge: an agent whose node has no pods changes nothing on it).
+	forwarding atomic.Bool
 }
 
 // Timings of the node's pod IPAM.
@@ -122,9 +126,6 @@ func (a *agent) restore() error {
 	entries, errs := j.load()
 	for _, err := range errs {
 		a.Log.Error("Journal entry unreadable; its address stays taken", "error", err)
-	}
-	if err := enableForwarding(a.families); err != nil {
-		return err
 	}
 	a.state = newState(j, a.families, time.Now)
 	a.state.restore(entries)

@@ -30,10 +30,17 @@ func gatewayAddr(p netip.Prefix) *netlink.Addr {
 	return a
 }
 
-// ensureGateways puts the gateways of these CIDRs on the bridge.
-func ensureGateways(bridge string, cidrs []netip.Prefix) error {
+// ensureGateways puts the gateways of these CIDRs on the bridge, and turns
+// IP forwarding on the first time.
+func (a *agent) ensureGateways(bridge string, cidrs []netip.Prefix) error {
 	if bridge == "" || len(cidrs) == 0 {
 		return nil
+	}
+	if !a.forwarding.Load() {
+		if err := enableForwarding(a.families); err != nil {
+			return err
+		}
+		a.forwarding.Store(true)
 	}
 	link, err := netlink.LinkByName(bridge)
 	if err != nil {

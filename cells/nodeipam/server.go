@@ -193,7 +193,7 @@ func (a *agent) add(ctx context.Context, req ipamv1.AddRequest) (*ipamv1.AddResp
 			for _, e := range got {
 				cidrs = append(cidrs, e.CIDR)
 			}
-			if err := ensureGateways(req.Bridge, cidrs); err != nil {
+			if err := a.ensureGateways(req.Bridge, cidrs); err != nil {
 				// The pod could not reach its gateway: fail the ADD (the
 				// runtime DELs it, which releases the address).
 				return nil, cniError(http.StatusInternalServerError, ipamv1.CodeIOFailure, "%v", err)

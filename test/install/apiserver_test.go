@@ -4,17 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,7 +35,9 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 
+	ipamv1 "github.com/heraldlb/herald/api/ipam/v1"
 	"github.com/heraldlb/herald/install/helm/helmrender"
+	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/cluster"
 )
 
@@ -174,46 +178,60 @@ func TestBidirectionalNeedsPrivileged(t *testing.T) {
 	}
 }
 
-var (
-	rbacOnce sync.Once
-	rbacErr  error
-)
+// rbacInstalled remembers the renderings whose RBAC is in the API server,
+// by their --set values.
+var rbacInstalled sync.Map // string -> error
 
-// installRBAC creates the ServiceAccount, roles and bindings of the default
-// rendering for real (once).
-func installRBAC(t *testing.T, c *cluster.Cluster, dyn dynamic.Interface) {
+// installRBAC creates the ServiceAccount, roles and bindings of a rendering
+// (the default one, or with these --set values) for real, once.
+func installRBAC(t *testing.T, c *cluster.Cluster, dyn dynamic.Interface, set ...string) *rendered {
 	t.Helper()
 	ensureNamespace(t, c, helmrender.DefaultNamespace)
-	r := render(t, helmrender.Options{})
-	rbacOnce.Do(func() {
-		for _, obj := range r.objects {
-			switch obj.GetKind() {
-			case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
-			default:
-				continue
-			}
-			if _, err := resourceFor(t, c, dyn, obj).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
-				rbacErr = fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
-				return
-			}
+	r := render(t, helmrender.Options{Set: set})
+	key := strings.Join(set, "\n")
+	if err, done := rbacInstalled.Load(key); done {
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
-	if rbacErr != nil {
-		t.Fatal(rbacErr)
+		return r
 	}
+	var err error
+	for _, obj := range r.objects {
+		switch obj.GetKind() {
+		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+		default:
+			continue
+		}
+		if _, cerr := resourceFor(t, c, dyn, obj).Create(context.Background(), obj, metav1.CreateOptions{}); cerr != nil {
+			err = fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), cerr)
+			break
+		}
+	}
+	rbacInstalled.Store(key, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
+
+// multiPoolRelease renders the chart with multi-pool IPAM under another
+// name, so that its RBAC lives next to the default rendering's.
+var multiPoolRelease = []string{"nameOverride=herald-mp", "ipam.mode=multi-pool"}
 
 const agentUser = "system:serviceaccount:kube-system:herald"
 
 // TestRBACGrants asks the API server (SubjectAccessReview) what the chart's
-// ServiceAccount may do: everything the agent does, and not more.
+// ServiceAccount may do: everything the agent does, and not more; with
+// multi-pool IPAM, what that needs on top, and only then.
 func TestRBACGrants(t *testing.T) {
 	c, dyn := setup(t)
 	installRBAC(t, c, dyn)
+	installRBAC(t, c, dyn, multiPoolRelease...)
 
 	type access struct {
 		verb, group, resource, subresource, namespace string
 	}
+	// What every rendering allows and denies.
 	allowed := []access{
 		{"get", "", "services", "", ""}, {"list", "", "services", "", ""}, {"watch", "", "services", "", ""},
 		{"patch", "", "services", "status", "default"},
@@ -235,11 +253,26 @@ func TestRBACGrants(t *testing.T) {
 		{"patch", "", "nodes", "", ""}, {"update", "", "nodes", "status", ""},
 		{"get", "coordination.k8s.io", "leases", "", "default"}, {"create", "coordination.k8s.io", "leases", "", "kube-node-lease"},
 		{"create", "events.k8s.io", "events", "", "default"},
-		{"get", "", "secrets", "", "kube-system"}, {"list", "", "configmaps", "", "kube-system"}, {"list", "", "pods", "", ""},
+		{"get", "", "secrets", "", "kube-system"}, {"list", "", "configmaps", "", "kube-system"},
+		{"create", "", "pods", "", "default"}, {"delete", "", "pods", "", "default"}, {"update", "", "namespaces", "", ""},
+		{"update", "cilium.io", "ciliumnodes", "", ""}, {"delete", "cilium.io", "ciliumpodippools", "", ""},
+		{"update", "cilium.io", "ciliumpodippools", "", ""},
 	}
-	check := func(a access, want bool) {
+	// Multi-pool IPAM: pools, CiliumNodes, this node's Pods and Namespaces.
+	multiPool := []access{
+		{"get", "cilium.io", "ciliumpodippools", "", ""}, {"list", "cilium.io", "ciliumpodippools", "", ""},
+		{"watch", "cilium.io", "ciliumpodippools", "", ""}, {"create", "cilium.io", "ciliumpodippools", "", ""},
+		{"patch", "cilium.io", "ciliumpodippools", "", ""}, {"patch", "cilium.io", "ciliumpodippools", "status", ""},
+		{"get", "cilium.io", "ciliumnodes", "", ""}, {"list", "cilium.io", "ciliumnodes", "", ""},
+		{"watch", "cilium.io", "ciliumnodes", "", ""}, {"create", "cilium.io", "ciliumnodes", "", ""},
+		{"patch", "cilium.io", "ciliumnodes", "", ""}, {"delete", "cilium.io", "ciliumnodes", "", ""},
+		{"patch", "cilium.io", "ciliumnodes", "status", ""},
+		{"get", "", "pods", "", "default"}, {"list", "", "pods", "", ""}, {"watch", "", "pods", "", ""},
+		{"get", "", "namespaces", "", ""}, {"list", "", "namespaces", "", ""}, {"watch", "", "namespaces", "", ""},
+	}
+	check := func(user string, a access, want bool) {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:   agentUser,
+			User:   user,
 			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"},
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
 				Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource, Namespace: a.namespace,
@@ -250,34 +283,35 @@ func TestRBACGrants(t *testing.T) {
 			t.Fatal(err)
 		}
 		if res.Status.Allowed != want {
-			t.Errorf("%s may %s %s.%s/%s in %q: %v, want %v (%s)", agentUser, a.verb, a.resource, a.group, a.subresource, a.namespace,
+			t.Errorf("%s may %s %s.%s/%s in %q: %v, want %v (%s)", user, a.verb, a.resource, a.group, a.subresource, a.namespace,
 				res.Status.Allowed, want, res.Status.Reason)
 		}
 	}
-	for _, a := range allowed {
-		check(a, true)
-	}
-	for _, a := range denied {
-		check(a, false)
+	for user, withMultiPool := range map[string]bool{agentUser: false, agentUser + "-mp": true} {
+		for _, a := range allowed {
+			check(user, a, true)
+		}
+		for _, a := range denied {
+			check(user, a, false)
+		}
+		for _, a := range multiPool {
+			check(user, a, withMultiPool)
+		}
 	}
 }
 
-// TestAgentWithChart runs herald-agent as the DaemonSet would: the rendered
-// ConfigMap as --config-dir, the chart's ServiceAccount as its identity
+// startChartAgent runs herald-agent as the DaemonSet of the rendering
+// would: its ConfigMap as --config-dir, its ServiceAccount as the identity
 // (a token from the TokenRequest API), --k8s-namespace the release
-// namespace. It must become the LB IPAM leader, give a LoadBalancer Service
-// an address from a pool, record an Event, report ready on /healthz, serve
-// /metrics, and release its Lease on SIGTERM, without a single "forbidden".
-// L2 announcements stay off: they would attach to this machine's devices.
-func TestAgentWithChart(t *testing.T) {
-	c, dyn := setup(t)
-	installRBAC(t, c, dyn)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+// namespace. The ports of the ConfigMap may be taken on this machine: the
+// command line wins over the ConfigMap. Stopped at the end of the test; its
+// log is in the test's output.
+func startChartAgent(t *testing.T, c *cluster.Cluster, r *rendered, serviceAccount, node string, args ...string) *agentproc.Agent {
+	t.Helper()
+	ctx := context.Background()
 	dir := t.TempDir()
 
-	// The ConfigMap, mounted.
-	cm := render(t, helmrender.Options{}).configMap(t)
+	cm := r.configMap(t)
 	configDir := filepath.Join(dir, "config")
 	if err := os.Mkdir(configDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -289,7 +323,7 @@ func TestAgentWithChart(t *testing.T) {
 	}
 
 	// The ServiceAccount's credentials, as the kubelet would project them.
-	tok, err := c.Client.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, "herald",
+	tok, err := c.Client.CoreV1().ServiceAccounts(helmrender.DefaultNamespace).CreateToken(ctx, serviceAccount,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3600))}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -306,35 +340,99 @@ func TestAgentWithChart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The ports of the ConfigMap may be taken on this machine: the command
-	// line wins over the ConfigMap.
-	healthAddr, metricsAddr := freeAddr(t), freeAddr(t)
-	const node = "install-test-node"
-	args := []string{
-		"--config-dir=" + configDir,
-		"--k8s-namespace=kube-system",
-		"--kubeconfig=" + kubeconfig,
-		"--node-name=" + node,
-		"--dbg-socket=" + filepath.Join(dir, "herald.sock"),
-		"--health-serve-addr=" + healthAddr,
-		"--prometheus-serve-addr=" + metricsAddr,
-	}
-	var log syncBuffer
-	cmd := exec.Command(agentBin, args...)
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
+	a := agentproc.New(agentproc.Options{
+		Name: node, Dir: filepath.Join(dir, "agent"), AgentBin: agentBin,
+		Kubeconfig: kubeconfig, Namespace: helmrender.DefaultNamespace,
+		HealthAddr: freeAddr(t), MetricsAddr: freeAddr(t),
+		Args: append([]string{"--config-dir=" + configDir}, args...),
+	})
+	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = cmd.Process.Kill()
-			<-exited
+	t.Cleanup(func() {
+		_ = a.Kill9()
+		t.Logf("----- agent log -----\n%s\n----- end of agent log -----", a.Logs(100000))
+	})
+	return a
+}
+
+// waitAgent polls cond until it holds, failing the test if the agent exits.
+func waitAgent(t *testing.T, a *agentproc.Agent, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if msg := a.UnexpectedExit(); msg != "" {
+			return false, errors.New(msg)
 		}
-		t.Logf("----- agent log -----\n%s----- end of agent log -----", log.String())
-	}()
+		return cond(ctx)
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// stopAgentLikeKubelet sends SIGTERM and checks the agent exits cleanly and
+// gave its Leases up.
+func stopAgentLikeKubelet(t *testing.T, c *cluster.Cluster, a *agentproc.Agent, leases ...string) {
+	t.Helper()
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Exited(); err != nil {
+		t.Errorf("the agent exited with %v on SIGTERM", err)
+	}
+	for _, name := range leases {
+		lease, err := c.Client.CoordinationV1().Leases(helmrender.DefaultNamespace).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
+			t.Errorf("Lease %s still held by %s after SIGTERM", name, *h)
+		}
+	}
+}
+
+// noForbidden fails the test for every log line of the agent about a
+// request RBAC refused.
+func noForbidden(t *testing.T, a *agentproc.Agent) {
+	t.Helper()
+	s := bufio.NewScanner(strings.NewReader(a.Logs(1000000)))
+	s.Buffer(nil, 1<<20)
+	for s.Scan() {
+		if l := strings.ToLower(s.Text()); strings.Contains(l, "forbidden") || strings.Contains(l, "cannot ") && strings.Contains(l, "resource") {
+			t.Errorf("agent log: %s", s.Text())
+		}
+	}
+}
+
+// leaseHolder waits until the Lease is held by the node's agent.
+func waitLeaseHolder(t *testing.T, c *cluster.Cluster, a *agentproc.Agent, name string) {
+	t.Helper()
+	waitAgent(t, a, "the Lease "+name, func(ctx context.Context) (bool, error) {
+		lease, err := c.Client.CoordinationV1().Leases(helmrender.DefaultNamespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		h := lease.Spec.HolderIdentity
+		return h != nil && strings.HasPrefix(*h, a.Name+"_"), nil
+	})
+}
+
+// TestAgentWithChart runs herald-agent as the DaemonSet would, under the
+// chart's ServiceAccount. It must become the LB IPAM leader, give a
+// LoadBalancer Service an address from a pool, record an Event, report
+// ready on /healthz, serve /metrics, and release its Lease on SIGTERM,
+// without a single "forbidden". L2 announcements stay off: they would
+// attach to this machine's devices.
+func TestAgentWithChart(t *testing.T) {
+	c, dyn := setup(t)
+	installRBAC(t, c, dyn)
+	ctx := context.Background()
+	a := startChartAgent(t, c, render(t, helmrender.Options{}), "herald", "install-test-node")
 
 	// A pool and a LoadBalancer Service.
 	ns := "install-e2e"
@@ -360,78 +458,35 @@ func TestAgentWithChart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	waitFor := func(what string, cond func(ctx context.Context) (bool, error)) {
-		t.Helper()
-		err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			select {
-			case err := <-exited:
-				stopped = true
-				return false, fmt.Errorf("the agent exited: %v", err)
-			default:
-			}
-			return cond(ctx)
-		})
-		if err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-	}
-	waitFor("the Service's address", func(ctx context.Context) (bool, error) {
+	waitAgent(t, a, "the Service's address", func(ctx context.Context) (bool, error) {
 		s, err := c.Client.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && len(s.Status.LoadBalancer.Ingress) > 0, nil
 	})
-	waitFor("an IPAllocated Event", func(ctx context.Context) (bool, error) {
-		evs, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, e := range evs.Items {
-			if e.InvolvedObject.Name == "web" && e.Reason == "IPAllocated" {
-				return true, nil
-			}
-		}
-		return false, nil
+	waitAgent(t, a, "an IPAllocated Event", func(ctx context.Context) (bool, error) {
+		return hasEvent(ctx, c, ns, "web", "IPAllocated")
 	})
-	lease, err := c.Client.CoordinationV1().Leases("kube-system").Get(ctx, "herald-lb-ipam", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("LB IPAM Lease: %v", err)
-	}
-	if h := lease.Spec.HolderIdentity; h == nil || !strings.HasPrefix(*h, node) {
-		t.Errorf("LB IPAM Lease held by %v, want %s", lease.Spec.HolderIdentity, node)
-	}
-	waitFor("/healthz to answer 200", func(ctx context.Context) (bool, error) {
-		return httpGet(ctx, "http://"+healthAddr+"/healthz") == http.StatusOK, nil
+	waitLeaseHolder(t, c, a, "herald-lb-ipam")
+	waitAgent(t, a, "/healthz to answer 200", func(ctx context.Context) (bool, error) {
+		return httpGet(ctx, "http://"+a.HealthAddr+"/healthz") == http.StatusOK, nil
 	})
-	if code := httpGet(ctx, "http://"+metricsAddr+"/metrics"); code != http.StatusOK {
+	if code := httpGet(ctx, "http://"+a.MetricsAddr+"/metrics"); code != http.StatusOK {
 		t.Errorf("/metrics answered %d", code)
 	}
+	stopAgentLikeKubelet(t, c, a, "herald-lb-ipam")
+	noForbidden(t, a)
+}
 
-	// SIGTERM, as the kubelet stops the Pod: the agent gives its Lease up.
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		stopped = true
-		if err != nil {
-			t.Errorf("the agent exited with %v on SIGTERM", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the agent did not exit within 30s (terminationGracePeriodSeconds) of SIGTERM")
-	}
-	lease, err = c.Client.CoordinationV1().Leases("kube-system").Get(ctx, "herald-lb-ipam", metav1.GetOptions{})
+func hasEvent(ctx context.Context, c *cluster.Cluster, ns, object, reason string) (bool, error) {
+	evs, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		t.Fatal(err)
+		return false, err
 	}
-	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
-		t.Errorf("LB IPAM Lease still held by %s after SIGTERM", *h)
-	}
-
-	s := bufio.NewScanner(strings.NewReader(log.String()))
-	for s.Scan() {
-		if l := strings.ToLower(s.Text()); strings.Contains(l, "forbidden") || strings.Contains(l, "cannot ") && strings.Contains(l, "resource") {
-			t.Errorf("agent log: %s", s.Text())
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Name == object && e.Reason == reason {
+			return true, nil
 		}
 	}
+	return false, nil
 }
 
 // freeAddr returns 127.0.0.1:<a port free right now>.
@@ -459,20 +514,123 @@ func httpGet(ctx context.Context, url string) int {
 	return resp.StatusCode
 }
 
-// syncBuffer is a bytes.Buffer safe for the agent's two output streams.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// TestAgentWithChartMultiPool runs the agent of a multi-pool rendering
+// under its ServiceAccount: it creates the pool the chart auto-creates,
+// leads herald-pod-ipam, creates its CiliumNode and gets a CIDR for it,
+// hands a Pod an address through its CNI socket, refuses a Pod that asks
+// for an unknown pool with an Event on the Pod, writes the pool's status
+// and finalizer, and gives its Leases up on SIGTERM, without a single
+// "forbidden". The ADDs name no bridge: nothing on this machine changes.
+func TestAgentWithChartMultiPool(t *testing.T) {
+	c, dyn := setup(t)
+	installRBAC(t, c, dyn, multiPoolRelease...)
+	ctx := context.Background()
+	const node = "install-mp-node"
+	if _, err := c.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	r := render(t, helmrender.Options{Set: append(slices.Clone(multiPoolRelease),
+		"ipam.operator.autoCreateCiliumPodIPPools.default.ipv4.cidrs={10.200.0.0/16}",
+		"ipam.operator.autoCreateCiliumPodIPPools.default.ipv4.maskSize=24")})
+	dir := t.TempDir()
+	socket := filepath.Join(dir, "ipam.sock")
+	a := startChartAgent(t, c, r, "herald-mp", node,
+		"--ipam-socket="+socket, "--ipam-state-dir="+filepath.Join(dir, "state"))
+
+	waitLeaseHolder(t, c, a, "herald-pod-ipam")
+	cnGVR := schema.GroupVersionResource{Group: "cilium.io", Version: "v2", Resource: "ciliumnodes"}
+	waitAgent(t, a, "a CIDR of the pool default in CiliumNode "+node, func(ctx context.Context) (bool, error) {
+		cn, err := dyn.Resource(cnGVR).Get(ctx, node, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		allocated, _, _ := unstructured.NestedSlice(cn.Object, "spec", "ipam", "pools", "allocated")
+		return len(allocated) > 0, nil
+	})
+
+	ns := "install-mp"
+	ensureNamespace(t, c, ns)
+	newPod := func(name string, ann map[string]string) *corev1.Pod {
+		p, err := c.Client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: ann},
+			Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "none"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	web := newPod("web", nil)
+	var got ipamv1.AddResponse
+	if err := ipamCall(socket, ipamv1.PathAdd, addRequest(web, "c1"), &got); err != nil {
+		t.Fatalf("ADD: %v", err)
+	}
+	if len(got.IPs) != 1 || !netip.MustParsePrefix("10.200.0.0/16").Contains(netip.MustParsePrefix(got.IPs[0].Address).Addr()) {
+		t.Fatalf("ADD gave %+v, want one address of 10.200.0.0/16", got.IPs)
+	}
+
+	lost := newPod("lost", map[string]string{"ipam.cilium.io/ip-pool": "no-such-pool"})
+	err := ipamCall(socket, ipamv1.PathAdd, addRequest(lost, "c2"), &got)
+	if err == nil || !strings.Contains(err.Error(), "no-such-pool") {
+		t.Fatalf("ADD into an unknown pool: %v, want an error naming it", err)
+	}
+	waitAgent(t, a, "an IPPoolUnknown Event on the Pod", func(ctx context.Context) (bool, error) {
+		return hasEvent(ctx, c, ns, "lost", "IPPoolUnknown")
+	})
+
+	poolGVR := schema.GroupVersionResource{Group: "cilium.io", Version: "v2alpha1", Resource: "ciliumpodippools"}
+	waitAgent(t, a, "the pool's finalizer and status", func(ctx context.Context) (bool, error) {
+		p, err := dyn.Resource(poolGVR).Get(ctx, "default", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
+		return slices.Contains(p.GetFinalizers(), "cilium.io/pod-ip-pool-in-use") && len(conds) > 0, nil
+	})
+	if err := ipamCall(socket, ipamv1.PathDel, ipamv1.DelRequest{Attachment: ipamv1.Attachment{ContainerID: "c1", IfName: "eth0"}}, nil); err != nil {
+		t.Fatalf("DEL: %v", err)
+	}
+
+	stopAgentLikeKubelet(t, c, a, "herald-pod-ipam", "herald-lb-ipam")
+	noForbidden(t, a)
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
+func addRequest(p *corev1.Pod, containerID string) ipamv1.AddRequest {
+	return ipamv1.AddRequest{
+		Attachment: ipamv1.Attachment{ContainerID: containerID, IfName: "eth0"},
+		Network:    "herald",
+		Pod:        ipamv1.PodRef{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)},
+	}
 }
 
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// ipamCall posts a request of the herald-ipam protocol to the agent's
+// socket, as the plugin does; a non-200 answer is an error with its message.
+func ipamCall(socket, path string, req, resp any) error {
+	c := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+	}}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	r, err := c.Post("http://herald-agent"+path, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer r.Body.Close()
+	if r.StatusCode != http.StatusOK {
+		var e ipamv1.Error
+		_ = json.NewDecoder(r.Body).Decode(&e)
+		return fmt.Errorf("%s: CNI error %d: %s", r.Status, e.Code, e.Msg)
+	}
+	if resp == nil {
+		return nil
+	}
+	return json.NewDecoder(r.Body).Decode(resp)
 }
