@@ -7,6 +7,10 @@
 #     get their IPs (kubectl get ippools, kubectl get svc -A).
 #  2. L2 announcements: a Service's IP is answered on the wire (arping from
 #     the client); its owner's agent is killed; the other node answers.
+#  3. Multi-pool IPAM: two pod IP pools; pods on both nodes (network
+#     namespaces wired by the bridge CNI plugin with herald-ipam, podnet
+#     playing the container runtime) get addresses from their pools; the
+#     nodes' CIDRs in their CiliumNodes; a ping across nodes, IPv4 and IPv6.
 #
 # The cluster, agents and namespaces keep running afterwards (DEMO_KEEP=0
 # tears everything down at the end); `make demo-down` removes them.
@@ -31,6 +35,7 @@ export KUBECONFIG=$PWD/$dir/kubeconfig
 kubectl apply -f install/crds/ >/dev/null
 kubectl wait --for condition=Established --timeout=60s crd --all >/dev/null
 kubectl get ns kube-system >/dev/null 2>&1 || kubectl create ns kube-system
+i=11
 for n in node1 node2; do
 	kubectl apply -f - >/dev/null <<YAML
 apiVersion: v1
@@ -39,7 +44,26 @@ metadata:
   name: $n
   labels: {kubernetes.io/hostname: $n}
 YAML
+	# What a kubelet reports: the node's addresses on the LAN (the routes to
+	# its pod CIDRs go through them).
+	kubectl patch node "$n" --subresource=status --type=merge >/dev/null \
+		-p "{\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"198.19.0.$i\"},{\"type\":\"InternalIP\",\"address\":\"fd00:19::$i\"}]}}"
+	i=$((i + 1))
 done
+
+# start_agent N: herald-agent of node N in its namespace, in the background.
+start_agent() {
+	local n=$1
+	ip netns exec "hdemo-$n" _output/bin/herald-agent \
+		--kubeconfig "$KUBECONFIG" --node-name "$n" --k8s-namespace kube-system --enable-ipv6 \
+		--enable-l2-announcements --devices eth0 --bpf-root "$PWD/$dir/bpf-$n" \
+		--l2-announcements-lease-duration 3s --l2-announcements-renew-deadline 1s --l2-announcements-retry-period 200ms \
+		--ipam multi-pool --auto-direct-node-routes \
+		--ipam-socket "$PWD/$dir/ipam-$n.sock" --ipam-state-dir "$PWD/$dir/ipam-$n" \
+		--dbg-socket "$PWD/$dir/herald-$n.sock" >>"$dir/agent-$n.log" 2>&1 &
+	echo $! >"$dir/agent-$n.pid"
+	disown
+}
 
 step "herald-agent on each node (logs in $dir/agent-nodeN.log)"
 for n in node1 node2; do
@@ -49,14 +73,10 @@ for n in node1 node2; do
 	bpf="$PWD/$dir/bpf-$n"
 	mkdir -p "$bpf"
 	mountpoint -q "$bpf" || mount -t bpf bpf "$bpf"
-	ip netns exec "hdemo-$n" _output/bin/herald-agent \
-		--kubeconfig "$KUBECONFIG" --node-name "$n" --k8s-namespace kube-system --enable-ipv6 \
-		--enable-l2-announcements --devices eth0 --bpf-root "$bpf" \
-		--l2-announcements-lease-duration 3s --l2-announcements-renew-deadline 1s --l2-announcements-retry-period 200ms \
-		--dbg-socket "$PWD/$dir/herald-$n.sock" >"$dir/agent-$n.log" 2>&1 &
-	echo $! >"$dir/agent-$n.pid"
-	disown
+	: >"$dir/agent-$n.log"
+	start_agent "$n"
 done
+go build -o "$dir/podnet" ./test/cnitest/cmd/podnet
 
 step "LB IPAM: pools and Services (Documentation/examples/lb-ipam)"
 run kubectl apply -f Documentation/examples/lb-ipam/pools.yaml
@@ -107,6 +127,43 @@ done
 printf 'Lease %s now held by %s after %ss\n' "$lease" "$new" "$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')"
 sleep 0.5
 run ip netns exec hdemo-client arping -I eth0 -c 3 -w 5 "$vip" || true
+
+# The killed agent's node comes back for the next part.
+start_agent "$holder"
+
+step "Multi-pool IPAM: two pod IP pools (Documentation/examples/multi-pool)"
+run kubectl apply -f Documentation/examples/multi-pool/pools.yaml
+step "Pods on both nodes; podnet plays the container runtime (bridge plugin + herald-ipam)"
+run kubectl apply -f Documentation/examples/multi-pool/pods.yaml
+declare -A podnode=([web-1]=node1 [web-2]=node2 [green-1]=node2)
+for p in web-1 web-2 green-1; do
+	n=${podnode[$p]}
+	uid=$(kubectl -n pods get pod "$p" -o jsonpath='{.metadata.uid}')
+	mkdir -p "$dir/cni-cache-$n"
+	printf '$ podnet add --node-netns hdemo-%s --pod pods/%s --netns hdemo-pod-%s ...\n' "$n" "$p" "$p"
+	"$dir/podnet" add --node-netns "hdemo-$n" --conflist install/cni/10-herald.conflist \
+		--socket "$PWD/$dir/ipam-$n.sock" --state-dir "$PWD/$dir/ipam-$n" --cache "$PWD/$dir/cni-cache-$n" \
+		--pod "pods/$p" --uid "$uid" --netns "hdemo-pod-$p" | jq -c '[.ips[].address]'
+done
+# The pools' "in use" columns follow the nodes' reports (status.ipam.used of
+# their CiliumNodes, written within seconds).
+for _ in $(seq 1 50); do
+	[[ $(kubectl get cpip green-pool -o jsonpath='{.status.ipv4.addressesInUse}') == 1 ]] && break
+	sleep 0.2
+done
+step "kubectl get cpip"
+kubectl get cpip
+step "The nodes' pod CIDRs (CiliumNode spec.ipam.pools.allocated)"
+kubectl get ciliumnodes -o custom-columns='NODE:.metadata.name,ALLOCATED:.spec.ipam.pools.allocated,REQUESTED:.spec.ipam.pools.requested'
+run _output/bin/herald-dbg --socket "$dir/herald-node2.sock" statedb pod-ip-allocations
+run ip -n hdemo-node1 route show proto 196
+run ip -n hdemo-node1 -6 route show proto 196
+addr() { ip -n "hdemo-pod-$1" -"$2" -br addr show eth0 | awk '{print $3}' | cut -d/ -f1; }
+step "web-1 (node1) pings web-2 and green-1 (node2), IPv4 and IPv6"
+for p in web-2 green-1; do
+	run ip netns exec hdemo-pod-web-1 ping -c 2 -W 2 "$(addr "$p" 4)" || true
+	run ip netns exec hdemo-pod-web-1 ping -6 -c 2 -W 2 "$(addr "$p" 6)" || true
+done
 
 if [[ ${DEMO_KEEP:-1} == 0 ]]; then
 	install/dev/demo-down.sh
