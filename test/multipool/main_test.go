@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -34,6 +35,7 @@ import (
 	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/cluster"
 	"github.com/heraldlb/herald/test/cnitest"
+	"github.com/heraldlb/herald/test/ipamwatch"
 	"github.com/heraldlb/herald/test/netlab"
 )
 
@@ -78,6 +80,8 @@ var (
 	nodes       []*node
 	work        string
 	ipamBin     string
+	// suiteWatch checks every CiliumNode change of the whole suite.
+	suiteWatch *ipamwatch.Watcher
 )
 
 func TestMain(m *testing.M) {
@@ -119,7 +123,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "multipool:", err)
 		return 1
 	}
-	return m.Run()
+	code := m.Run()
+	// Whatever the tests did, no CIDR was ever on two nodes at once.
+	if vs := suiteWatch.Violations(); len(vs) > 0 {
+		fmt.Fprintf(os.Stderr, "multipool: CIDRs on two nodes during the suite:\n%s\n", strings.Join(vs, "\n"))
+		return 1
+	}
+	fmt.Fprintln(os.Stderr, "multipool: suite-wide CiliumNode watch:", suiteWatch.Summary())
+	return code
 }
 
 func setup(teardown *[]func()) error {
@@ -188,6 +199,11 @@ func setup(teardown *[]func()) error {
 		if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
+	}
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	*teardown = append(*teardown, stopWatch)
+	if suiteWatch, err = ipamwatch.Start(watchCtx, herald); err != nil {
+		return err
 	}
 	if err := createDefaultPools(ctx); err != nil {
 		return err
