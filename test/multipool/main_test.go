@@ -4,7 +4,8 @@
 // bridge CNI plugin with herald-ipam as its IPAM, driven through libcni as
 // a container runtime does (test/cnitest), with Pod objects in a real
 // kube-apiserver (no kubelet). Nodes route to each other's pod CIDRs
-// (auto-direct-node-routes).
+// (auto-direct-node-routes). L2 pod announcements are checked from a
+// listener host plugged into the same LAN (l2pod_test.go).
 //
 // Addresses: the LAN is 198.18.4.0/24; pools come from 198.18.64.0/18 and
 // fd00:64::/48. Everything is named hmp-* and removed at the end (and at
