@@ -108,13 +108,9 @@ func restartAgent(t *testing.T, n *node, extra ...string) {
 	if err := n.agent.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, timeout, func() (bool, string) {
-		code, body, err := n.agent.Healthz()
-		if err != nil {
-			return false, err.Error()
-		}
-		return code == http.StatusOK, fmt.Sprintf("agent %s /healthz: %d %s", n.name, code, body)
-	})
+	if err := waitReady(n, timeout); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // capturedARP is one ARP packet seen on the listener's eth0.
