@@ -19,6 +19,7 @@ import (
 	"github.com/heraldlb/herald/cells/k8sclient"
 	"github.com/heraldlb/herald/cells/k8swatch"
 	"github.com/heraldlb/herald/cells/l2announcer"
+	"github.com/heraldlb/herald/cells/l2podannounce"
 	"github.com/heraldlb/herald/cells/l2responder"
 	"github.com/heraldlb/herald/cells/metrics"
 	"github.com/heraldlb/herald/cells/nodeipam"
@@ -61,12 +62,16 @@ var Cells = []cell.Cell{
 	nodeipam.Cell,
 	// cilium-nodes × nodes → routes to the other nodes' pod CIDRs.
 	noderoutes.Cell,
-	// netlink → table devices (only with L2 announcements on).
+	// netlink → table devices (only with L2 announcements or L2 pod
+	// announcements on).
 	devices.Cell,
 	// services × l2-policies × nodes × devices → Leases → table l2-announce.
 	l2announcer.Cell,
 	// l2-announce → eBPF ARP responder on selected devices, gratuitous ARP.
 	l2responder.Cell,
+	// pod-ip-allocations × devices → gratuitous ARP for new pod addresses
+	// (L2 pod announcements).
+	l2podannounce.Cell,
 	// Tables and configuration → herald-dbg over a unix socket.
 	dbgapi.Cell,
 

@@ -1,6 +1,8 @@
 // Package devices keeps the table devices equal to the network devices
 // of the agent's network namespace, and chooses the ones the agent uses
 // (Selected): L2 announcements answer ARP/NDP on selected devices only.
+// L2 pod announcements find their interface here by name, selected or not.
+// Runs when either feature is on.
 //
 // Reads: netlink (links and addresses; the initial dump, then updates).
 // Writes: table devices.

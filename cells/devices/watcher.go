@@ -57,9 +57,10 @@ func registerWatcher(p watcherParams) error {
 	if err != nil {
 		return err
 	}
-	if !p.Agent.EnableL2Announcements {
-		// Devices are used for L2 announcements only: without them the
-		// agent does not touch netlink and the table stays empty.
+	if !p.Agent.EnableL2Announcements && !p.Agent.EnableL2PodAnnouncements {
+		// Devices are used for L2 announcements (of Services or of pods)
+		// only: without them the agent does not touch netlink for devices
+		// and the table stays empty.
 		return nil
 	}
 	w := &watcher{db: p.DB, table: p.Table, ns: p.NetNS, patterns: pats, log: p.Log}

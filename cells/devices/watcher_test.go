@@ -109,6 +109,14 @@ func TestWatcher(t *testing.T) {
 		}
 	})
 
+	// L2 pod announcements find their interface in the table: it is
+	// filled with them alone too.
+	t.Run("pod announcements alone", func(t *testing.T) {
+		db, tbl := startHive(t, ns, "--enable-l2-announcements=false", "--enable-l2-pod-announcements")
+		txn := waitInitialized(t, db, tbl)
+		expect(t, txn, tbl, "veth-a", hasAddrs("198.18.5.1"), isType("veth"))
+	})
+
 	t.Run("devices flag", func(t *testing.T) {
 		db, tbl := startHive(t, ns, "--devices=veth-[b]")
 
@@ -159,13 +167,11 @@ func newHive(newNetNS func() netNS, extra ...cell.Cell) *hive.Hive {
 			},
 		},
 	}, cells...)
-	// The device table is filled only with L2 announcements on.
-	hive.AddConfigOverride(h, func(c *agentconfig.Config) { c.EnableL2Announcements = true })
 	return h
 }
 
-// startHive runs the devices cell on ns with the given flags until the
-// test ends.
+// startHive runs the devices cell on ns with L2 announcements on and the
+// given flags until the test ends.
 func startHive(t *testing.T, ns netns.NsHandle, args ...string) (*statedb.DB, statedb.Table[*tables.Device]) {
 	t.Helper()
 	var (
@@ -176,7 +182,9 @@ func startHive(t *testing.T, ns netns.NsHandle, args ...string) (*statedb.DB, st
 		cell.Invoke(func(d *statedb.DB, t statedb.Table[*tables.Device]) { db, tbl = d, t }))
 	flags := pflag.NewFlagSet("", pflag.ContinueOnError)
 	h.RegisterFlags(flags)
-	must(t, flags.Parse(args))
+	// The device table is filled only with an L2 feature on; args given
+	// later win.
+	must(t, flags.Parse(append([]string{"--enable-l2-announcements"}, args...)))
 	log := hivetest.Logger(t, hivetest.LogLevel(slog.LevelWarn))
 	must(t, h.Start(log, context.Background()))
 	t.Cleanup(func() {

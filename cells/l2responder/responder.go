@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldlb/herald/bpf"
+	"github.com/heraldlb/herald/cells/internal/neigh"
 	"github.com/heraldlb/herald/daemon/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
@@ -97,7 +98,7 @@ func registerResponder(p params) error {
 		p.Metrics.MustRegister(m)
 	}
 	ops := &mapOps{h: h, log: p.Log, garp: func(ifindex int, ip netip.Addr, mac net.HardwareAddr) error {
-		err := sendGratuitousARP(ifindex, ip, mac)
+		err := neigh.SendGratuitousARP(ifindex, ip, mac)
 		if err == nil {
 			m.garps.Inc()
 		}

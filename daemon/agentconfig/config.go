@@ -22,6 +22,11 @@ type Config struct {
 	EnableL2Announcements bool // enable-l2-announcements
 	EnableBGPControlPlane bool // enable-bgp-control-plane
 
+	// EnableL2PodAnnouncements sends a gratuitous ARP for every pod address
+	// this node allocates. Here rather than in its cell because the devices
+	// cell reads it too: either L2 feature needs the devices table.
+	EnableL2PodAnnouncements bool // enable-l2-pod-announcements
+
 	// IPAM is the pod IPAM mode: "multi-pool" runs the pod CIDR allocator
 	// and the node IPAM behind the herald-ipam CNI plugin; "none" (the
 	// default) leaves pod addresses to another IPAM.
@@ -60,6 +65,7 @@ func (def Config) Flags(flags *pflag.FlagSet) {
 	flags.Bool("enable-ipv6", def.EnableIPv6, "Hand out IPv6 LoadBalancer addresses")
 	flags.Bool("enable-l2-announcements", def.EnableL2Announcements, "Announce LoadBalancer and external IPs on the local network (ARP/NDP); also makes LB IPAM handle loadBalancerClass io.cilium/l2-announcer")
 	flags.Bool("enable-bgp-control-plane", def.EnableBGPControlPlane, "Make LB IPAM handle loadBalancerClass io.cilium/bgp-control-plane")
+	flags.Bool("enable-l2-pod-announcements", def.EnableL2PodAnnouncements, "Announce the IPv4 addresses of this node's pods with gratuitous ARP on l2-pod-announcements-interface (with ipam: multi-pool)")
 	flags.String("ipam", def.IPAM, `Pod IPAM mode: "multi-pool" (pod CIDRs from CiliumPodIPPools, addresses through the herald-ipam CNI plugin) or "none"`)
 }
 

@@ -96,7 +96,8 @@ func TestLint(t *testing.T) {
 			"devices":         []any{"eth0"},
 			"prometheus":      map[string]any{"enabled": false},
 		},
-		"cni": {"cni": map[string]any{"install": true, "binDir": "/usr/libexec/cni"}},
+		"cni":               {"cni": map[string]any{"install": true, "binDir": "/usr/libexec/cni"}},
+		"pod announcements": {"l2podAnnouncements": map[string]any{"enabled": true, "interface": "eth0"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, m := range helmrender.Lint(chartDir, "", vals) {
@@ -120,6 +121,9 @@ func TestLintRejects(t *testing.T) {
 		"unknown responder":     {"l2announcements": map[string]any{"responderMode": "tc"}},
 		"relative CNI bin dir":  {"cni": map[string]any{"binDir": "opt/cni/bin"}},
 		"typo in cni":           {"cni": map[string]any{"instal": true}},
+		// The agent would refuse to start: the chart refuses first.
+		"pod announcements without an interface":  {"l2podAnnouncements": map[string]any{"enabled": true}},
+		"pod announcement interface as a pattern": {"l2podAnnouncements": map[string]any{"enabled": true, "interface": "eth[0-9]+ "}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			failed := false
@@ -195,6 +199,8 @@ var overrides = helmrender.Options{
 		"ipam.lease.renewDeadline=2s",
 		"ipam.lease.retryPeriod=500ms",
 		"autoDirectNodeRoutes=true",
+		"l2podAnnouncements.enabled=true",
+		"l2podAnnouncements.interface=eth1",
 	},
 }
 
@@ -232,6 +238,8 @@ var wantOverridden = map[string]string{
 	"auto-direct-node-routes":         "true",
 	"ipam-socket":                     "/var/run/herald/ipam.sock",
 	"ipam-state-dir":                  "/var/lib/herald/ipam",
+	"enable-l2-pod-announcements":     "true",
+	"l2-pod-announcements-interface":  "eth1",
 }
 
 // wantDefault is the ConfigMap of the default values: the agent's own
@@ -269,6 +277,8 @@ var wantDefault = map[string]string{
 	"auto-direct-node-routes":         "false",
 	"ipam-socket":                     "/var/run/herald/ipam.sock",
 	"ipam-state-dir":                  "/var/lib/herald/ipam",
+	"enable-l2-pod-announcements":     "false",
+	"l2-pod-announcements-interface":  "",
 }
 
 // TestConfigMap checks the ConfigMap's keys and values, and that the agent

@@ -4,7 +4,8 @@
 // bridge CNI plugin with herald-ipam as its IPAM, driven through libcni as
 // a container runtime does (test/cnitest), with Pod objects in a real
 // kube-apiserver (no kubelet). Nodes route to each other's pod CIDRs
-// (auto-direct-node-routes).
+// (auto-direct-node-routes). L2 pod announcements are checked from a
+// listener host plugged into the same LAN (l2pod_test.go).
 //
 // Addresses: the LAN is 198.18.4.0/24; pools come from 198.18.64.0/18 and
 // fd00:64::/48. Everything is named hmp-* and removed at the end (and at
@@ -15,6 +16,7 @@ package multipool
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -223,5 +225,28 @@ func setup(teardown *[]func()) error {
 		}
 		nodes = append(nodes, n)
 	}
+	// An agent serves the CNI plugin only once it has started: the first
+	// test's first ADD must not race it.
+	for _, n := range nodes {
+		if err := waitReady(n, time.Minute); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// waitReady waits until a node's agent answers /healthz with 200 (every
+// module started and none degraded).
+func waitReady(n *node, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		code, body, err := n.agent.Healthz()
+		if err == nil && code == http.StatusOK {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("agent %s not ready after %s: %d %s %v%s", n.name, within, code, body, err, agentproc.UnexpectedExits(n.agent))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
