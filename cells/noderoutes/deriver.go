@@ -19,13 +19,17 @@ type deriver struct {
 	self string
 	log  *slog.Logger
 	// warned remembers nodes already reported without an address of a
-	// family, so that the log says it once.
-	warned map[string]bool
+	// family, warnedTwice CIDRs reported on several nodes, so that the log
+	// says it once.
+	warned      map[string]bool
+	warnedTwice map[netip.Prefix]bool
+	claims      *claims
 }
 
 func (d *deriver) job() job.Job {
 	return job.OneShot("derive-routes", func(ctx context.Context, health cell.Health) error {
-		d.warned = map[string]bool{}
+		d.warned, d.warnedTwice = map[string]bool{}, map[netip.Prefix]bool{}
+		d.claims = newClaims(d.self)
 		wtxn := d.Reconcile.DB.WriteTxn(d.CiliumNodes, d.Nodes)
 		cnChanges, err := d.CiliumNodes.Changes(wtxn)
 		if err != nil {
@@ -65,42 +69,56 @@ func (d *deriver) job() job.Job {
 	})
 }
 
-// update recomputes the routes of the named nodes.
+// update takes in what the named nodes now claim and rewrites the routes
+// to every CIDR that changed hands.
 func (d *deriver) update(names map[string]bool) {
 	wtxn := d.Reconcile.DB.WriteTxn(d.Routes)
 	defer wtxn.Commit()
+	var affected []netip.Prefix
 	for name := range names {
-		var want []*tables.NodeRoute
+		cn, _, _ := d.CiliumNodes.Get(wtxn, tables.CiliumNodeNameIndex.Query(name))
+		var routes []*tables.NodeRoute
 		if name != d.self {
-			cn, _, _ := d.CiliumNodes.Get(wtxn, tables.CiliumNodeNameIndex.Query(name))
 			node, _, _ := d.Nodes.Get(wtxn, tables.NodeNameIndex.Query(name))
 			var missing []tables.Family
-			want, missing = routesOf(cn, node)
+			routes, missing = routesOf(cn, node)
 			if len(missing) > 0 && !d.warned[name] {
 				d.warned[name] = true
 				d.log.Warn("Node has pod CIDRs but no InternalIP of their family: no route to them", "node", name, "families", missing)
 			}
 		}
-		wanted := map[netip.Prefix]*tables.NodeRoute{}
-		for _, r := range want {
-			wanted[r.Dst] = r
+		affected = append(affected, d.claims.set(name, cidrsOf(cn), routes)...)
+	}
+	for _, dst := range affected {
+		want, twice := d.claims.resolve(dst)
+		if len(twice) > 0 && !d.warnedTwice[dst] {
+			d.warnedTwice[dst] = true
+			d.log.Warn("Pod CIDR listed in several CiliumNodes; routing it through the first by name (or not at all if this node is one of them)", "cidr", dst, "nodes", twice)
+		} else if len(twice) == 0 {
+			delete(d.warnedTwice, dst)
 		}
-		// Drop this node's routes it no longer wants.
-		var stale []*tables.NodeRoute
-		for r := range d.Routes.List(wtxn, tables.NodeRouteNodeIndex.Query(name)) {
-			if wanted[r.Dst] == nil {
-				stale = append(stale, r)
-			}
-		}
-		for _, r := range stale {
-			_, _, _ = d.Routes.Delete(wtxn, r)
-		}
-		for _, r := range want {
-			if old, _, ok := d.Routes.Get(wtxn, tables.NodeRouteDstIndex.Query(r.Dst)); ok && old.Via == r.Via && old.Node == r.Node && old.Pool == r.Pool {
-				continue
-			}
+		old, _, ok := d.Routes.Get(wtxn, tables.NodeRouteDstIndex.Query(dst))
+		switch {
+		case want == nil && ok:
+			_, _, _ = d.Routes.Delete(wtxn, old)
+		case want == nil:
+		case ok && old.Via == want.Via && old.Node == want.Node && old.Pool == want.Pool:
+		default:
+			r := *want
 			r.Status = reconciler.StatusPending()
-			_, _, _ = d.Routes.Insert(wtxn, r)
+			_, _, _ = d.Routes.Insert(wtxn, &r)
 		}
 	}
+}
+
+// cidrsOf lists the CIDRs a CiliumNode holds.
+func cidrsOf(cn *tables.CiliumNode) []netip.Prefix {
+	if cn == nil {
+		return nil
+	}
+	var out []netip.Prefix
+	for _, a := range cn.Allocated {
+		out = append(out, a.CIDRs...)
+	}
+	return out
 }
