@@ -207,5 +207,14 @@ func setup(teardown *[]func()) error {
 		}
 		nodes = append(nodes, n)
 	}
+	// Tests add pods at once: the agents must serve the plugin, with a
+	// CIDR of the default pool, before the first test runs.
+	rctx, rcancel := context.WithTimeout(context.Background(), timeout)
+	defer rcancel()
+	for _, n := range nodes {
+		if err := n.waitReady(rctx); err != nil {
+			return err
+		}
+	}
 	return nil
 }
