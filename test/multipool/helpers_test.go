@@ -99,6 +99,23 @@ func (n *node) runtime(socket, cache string) (*cnitest.Runtime, error) {
 	})
 }
 
+// waitReady waits until the node's network answers the runtime's STATUS:
+// its agent serves the plugin and holds a CIDR of the default pool in
+// every family, so that ADDs succeed.
+func (n *node) waitReady(ctx context.Context) error {
+	for {
+		err := n.rt.Status(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %s never became ready for pods: %v%s", n.name, err, agentproc.UnexpectedExits(n.agent))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 func nodeNamed(name string) *node {
 	for _, n := range nodes {
 		if n.name == name {

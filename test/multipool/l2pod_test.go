@@ -1,6 +1,7 @@
 package multipool
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"slices"
@@ -96,7 +97,9 @@ func restartAgent(t *testing.T, n *node, extra ...string) {
 	if err := n.agent.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitReady(n, timeout); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := n.waitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -16,7 +16,6 @@ package multipool
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -225,28 +224,14 @@ func setup(teardown *[]func()) error {
 		}
 		nodes = append(nodes, n)
 	}
-	// An agent serves the CNI plugin only once it has started: the first
-	// test's first ADD must not race it.
+	// Tests add pods at once: the agents must serve the plugin, with a
+	// CIDR of the default pool, before the first test runs.
+	rctx, rcancel := context.WithTimeout(context.Background(), timeout)
+	defer rcancel()
 	for _, n := range nodes {
-		if err := waitReady(n, time.Minute); err != nil {
+		if err := n.waitReady(rctx); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// waitReady waits until a node's agent answers /healthz with 200 (every
-// module started and none degraded).
-func waitReady(n *node, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
-		code, body, err := n.agent.Healthz()
-		if err == nil && code == http.StatusOK {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("agent %s not ready after %s: %d %s %v%s", n.name, within, code, body, err, agentproc.UnexpectedExits(n.agent))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -8,9 +8,6 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/heraldlb/herald/cells/allocator"
 	"github.com/heraldlb/herald/tables"
@@ -81,17 +78,7 @@ func explainAnnouncement(cmd *cobra.Command, key string, cfg map[string]string) 
 
 // leaseHolder reads a Lease with the Pod's service account or --kubeconfig.
 func leaseHolder(ctx context.Context, ns, name string) (string, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return "", err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, _, err := kubeClients()
 	if err != nil {
 		return "", err
 	}
