@@ -162,6 +162,11 @@ func scaleOnce(ctx context.Context, o options, full bool) error {
 						failures[failureKind(err)]++
 						mu.Unlock()
 						_ = del(ctx, n, p.Pod)
+						if died := n.agent.UnexpectedExit(); died != "" {
+							// No kubelet restarts it here: the run is broken.
+							err = fmt.Errorf("%s: %w", died, err)
+							p.attempts = 20
+						}
 						if ctx.Err() != nil || p.attempts >= 20 {
 							mu.Lock()
 							if firstErr == nil {
