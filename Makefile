@@ -16,7 +16,7 @@ export CLUSTER_DIR HERALD_APISERVER_PORT HERALD_ETCD_PORT
 OLDEST_KUBE_VERSION := $(shell sed -n 's/^KUBE_OLDEST_VERSION=//p' install/dev/kube-versions.sh)
 
 .PHONY: all build test test-unit test-integration generate verify-generate lint fuzz demo \
-        cluster-up cluster-down bench-alloc bench-failover bench-l2 manifests demo-down tools clean
+        cluster-up cluster-down bench-alloc bench-failover bench-ipam bench-l2 manifests demo-down tools clean
 
 all: build
 
@@ -85,6 +85,13 @@ BENCH_FAILOVER_FLAGS ?= -duration 2m -kill-every 10s -rate 10
 bench-failover: tools build
 	$(GO) build -o $(BIN)/bench-failover ./test/bench/cmd/bench-failover
 	$(BIN)/bench-failover $(BENCH_FAILOVER_FLAGS)
+
+## bench-ipam: multi-pool IPAM: ADD latency and API calls on a node with its CIDR, 1000 Pods on 3 nodes
+## from nothing, the pod CIDR allocator with 1000 nodes, its engine alone (needs root; about 6 minutes).
+BENCH_IPAM_FLAGS ?= -parts add,scale,allocator,engine
+bench-ipam: tools build
+	$(GO) build -o $(BIN)/bench-ipam ./test/bench/cmd/bench-ipam
+	$(BIN)/bench-ipam $(BENCH_IPAM_FLAGS)
 
 ## bench-l2: failover times, ARP reply latency and Lease API load on namespaces (needs root).
 bench-l2: tools build

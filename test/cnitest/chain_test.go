@@ -309,3 +309,38 @@ func checkPending(t *testing.T, stateDir string, want map[string]v1.DelRequest) 
 		t.Errorf("pending DELs %+v, want %+v", got, want)
 	}
 }
+
+// TestDelegateAddDel runs herald-ipam alone, as bridge execs it: the agent
+// gets the same request as through the chain (the bridge named, the Pod
+// from CNI_ARGS), and no device is created.
+func TestDelegateAddDel(t *testing.T) {
+	n := setupNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	agent := startFakeAgent(t, n.socket, true, "")
+	p := cnitest.Pod{Namespace: "default", Name: "solo", UID: "uid-solo", ContainerID: prefix + "ctr-solo", Netns: filepath.Join(cnitest.NetnsDir, prefix+"solo")}
+
+	res, err := n.rt.DelegateAdd(ctx, p)
+	if err != nil {
+		t.Fatalf("ADD: %v", err)
+	}
+	addr, ok := agent.holds(attachment(p))
+	if !ok || len(res.IPs) != 1 || res.IPs[0].Address.String() != addr {
+		t.Fatalf("ADD result %v, agent holds %q", res.IPs, addr)
+	}
+	adds, _, _, _ := agent.seen()
+	want := v1.AddRequest{Attachment: attachment(p), Netns: p.Netns, Network: "herald", Bridge: prefix + "br0", Pod: v1.PodRef{Namespace: "default", Name: "solo", UID: "uid-solo"}}
+	if len(adds) != 1 || !reflect.DeepEqual(adds[0], want) {
+		t.Errorf("agent got ADDs %+v, want %+v", adds, want)
+	}
+	if out, err := n.ns.Exec(ctx, "ip", "-o", "link", "show", prefix+"br0"); err == nil {
+		t.Errorf("the IPAM plugin alone created the bridge: %s", out)
+	}
+
+	if err := n.rt.DelegateDel(ctx, p); err != nil {
+		t.Fatalf("DEL: %v", err)
+	}
+	if _, ok := agent.holds(attachment(p)); ok {
+		t.Error("the agent still holds the address after DEL")
+	}
+}

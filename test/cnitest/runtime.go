@@ -155,27 +155,72 @@ func (r *Runtime) GC(ctx context.Context, valid ...types.GCAttachment) error {
 // implements GC delegates it (ipam.ExecGC): the IPAM plugin's GC, which
 // bridge v1.8.0 leaves out.
 func (r *Runtime) DelegateGC(ctx context.Context, valid ...types.GCAttachment) error {
-	if len(r.list.Plugins) == 0 || r.list.Plugins[0].Network.IPAM.Type == "" {
-		return fmt.Errorf("cnitest: the first plugin of %s has no IPAM plugin", r.list.Name)
-	}
 	if valid == nil {
 		valid = []types.GCAttachment{}
 	}
-	conf, err := libcni.InjectConf(r.list.Plugins[0], map[string]any{
-		"name":                      r.list.Name,
-		"cniVersion":                r.list.CNIVersion,
-		"cni.dev/valid-attachments": valid,
-	})
-	if err != nil {
-		return err
-	}
-	ipam := r.list.Plugins[0].Network.IPAM.Type
-	path, err := r.exec.FindInPath(ipam, r.paths)
+	conf, path, err := r.ipamConf(map[string]any{"cni.dev/valid-attachments": valid})
 	if err != nil {
 		return err
 	}
 	args := &invoke.Args{Command: "GC", Path: strings.Join(r.paths, string(os.PathListSeparator))}
-	return invoke.ExecPluginWithoutResult(ctx, path, conf.Bytes, args, r.exec)
+	return invoke.ExecPluginWithoutResult(ctx, path, conf, args, r.exec)
+}
+
+// DelegateAdd runs ADD on the IPAM plugin alone, exactly as the list's
+// first plugin (bridge) execs it when it delegates (ipam.ExecAdd): the
+// same configuration on stdin, the Pod's CNI_* environment, in the node's
+// namespace. No device is created; only the IPAM share of an ADD runs,
+// which is what a benchmark of the IPAM plugin times.
+func (r *Runtime) DelegateAdd(ctx context.Context, p Pod) (*current.Result, error) {
+	conf, path, err := r.ipamConf(nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := invoke.ExecPluginWithResult(ctx, path, conf, r.ipamArgs("ADD", p), r.exec)
+	if err != nil {
+		return nil, err
+	}
+	return current.NewResultFromResult(res)
+}
+
+// DelegateDel runs DEL on the IPAM plugin alone, as the list's first
+// plugin delegates it (ipam.ExecDel).
+func (r *Runtime) DelegateDel(ctx context.Context, p Pod) error {
+	conf, path, err := r.ipamConf(nil)
+	if err != nil {
+		return err
+	}
+	return invoke.ExecPluginWithoutResult(ctx, path, conf, r.ipamArgs("DEL", p), r.exec)
+}
+
+// ipamConf returns the configuration the IPAM plugin of the list's first
+// plugin receives from it, with extra keys, and the plugin's path.
+func (r *Runtime) ipamConf(extra map[string]any) ([]byte, string, error) {
+	if len(r.list.Plugins) == 0 || r.list.Plugins[0].Network.IPAM.Type == "" {
+		return nil, "", fmt.Errorf("cnitest: the first plugin of %s has no IPAM plugin", r.list.Name)
+	}
+	inject := map[string]any{"name": r.list.Name, "cniVersion": r.list.CNIVersion}
+	for k, v := range extra {
+		inject[k] = v
+	}
+	conf, err := libcni.InjectConf(r.list.Plugins[0], inject)
+	if err != nil {
+		return nil, "", err
+	}
+	path, err := r.exec.FindInPath(r.list.Plugins[0].Network.IPAM.Type, r.paths)
+	if err != nil {
+		return nil, "", err
+	}
+	return conf.Bytes, path, nil
+}
+
+// ipamArgs is the environment of a delegated verb for the Pod's attachment.
+func (r *Runtime) ipamArgs(command string, p Pod) *invoke.Args {
+	rt := r.rt(p)
+	return &invoke.Args{
+		Command: command, ContainerID: rt.ContainerID, NetNS: rt.NetNS, IfName: rt.IfName,
+		PluginArgs: rt.Args, Path: strings.Join(r.paths, string(os.PathListSeparator)),
+	}
 }
 
 // Status is STATUS of the network: nil when Pods can be added.

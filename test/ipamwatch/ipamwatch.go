@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,7 +27,8 @@ import (
 // Watcher checks the CiliumNodes.
 type Watcher struct {
 	mu         sync.Mutex
-	nodes      map[string][]held // node -> its CIDRs
+	nodes      map[string][]held    // node -> its CIDRs
+	firstCIDR  map[string]time.Time // node -> when the watch first saw it hold a CIDR
 	events     int
 	violations []string
 	// exempt are CIDRs a test puts on two nodes on purpose (Exempt).
@@ -42,7 +44,7 @@ type held struct {
 // Start watches the CiliumNodes until ctx ends and returns once the
 // initial list is in.
 func Start(ctx context.Context, client versioned.Interface) (*Watcher, error) {
-	w := &Watcher{nodes: map[string][]held{}, exempt: map[netip.Prefix]string{}}
+	w := &Watcher{nodes: map[string][]held{}, firstCIDR: map[string]time.Time{}, exempt: map[netip.Prefix]string{}}
 	api := client.CiliumV2().CiliumNodes()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return api.List(ctx, o) },
@@ -80,10 +82,14 @@ func (w *Watcher) update(o any) {
 			}
 		}
 	}
+	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.events++
 	w.nodes[n.Name] = hs
+	if _, seen := w.firstCIDR[n.Name]; !seen && len(hs) > 0 {
+		w.firstCIDR[n.Name] = now
+	}
 	for other, ohs := range w.nodes {
 		if other == n.Name {
 			continue
@@ -143,6 +149,34 @@ func (w *Watcher) Violations() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.violations)
+}
+
+// FirstCIDRAt returns when the watch first saw the node hold a CIDR.
+func (w *Watcher) FirstCIDRAt(node string) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.firstCIDR[node]
+	return t, ok
+}
+
+// WithCIDRs counts the nodes that hold at least one CIDR now.
+func (w *Watcher) WithCIDRs() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, hs := range w.nodes {
+		if len(hs) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// Events counts the CiliumNode changes the watch has seen.
+func (w *Watcher) Events() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.events
 }
 
 // Allocated returns each node's CIDRs now, as "pool=cidr" sorted.
