@@ -59,6 +59,9 @@ type agent struct {
 	// (collectGarbage's own state).
 	suspects map[ipamv1.Attachment]time.Time
 	metrics  *metrics
+	// written and lastRequest are the sync job's own state.
+	written     ownWrite
+	lastRequest time.Time
 	// forwarding: IP forwarding was turned on (with the first gateway on
 	// a bridge: an agent whose node has no pods changes nothing on it).
 	forwarding atomic.Bool
@@ -134,7 +137,9 @@ func (a *agent) restore() error {
 	if err := a.replayPendingDels(); err != nil {
 		return err
 	}
-	a.publishAll()
+	a.mu.Lock()
+	a.publishAllLocked()
+	a.mu.Unlock()
 	return nil
 }
 
@@ -158,11 +163,12 @@ func (a *agent) replayPendingDels() error {
 		if err == nil {
 			_ = os.Remove(files[i])
 		}
+		a.publishLocked(nil, released)
 		a.mu.Unlock()
+		a.dropGateways()
 		if err != nil {
 			return err
 		}
-		a.publish(nil, released)
 		a.Log.Info("Replayed a DEL queued while the agent did not answer", "container", r.ContainerID, "interface", r.IfName, "pod", r.Pod.Namespace+"/"+r.Pod.Name, "released", len(released))
 	}
 	if len(reqs) > 0 {
@@ -176,13 +182,21 @@ func (a *agent) dropGateways() {
 	a.mu.Lock()
 	removed := a.state.takeRemoved()
 	a.mu.Unlock()
+	if len(removed) == 0 {
+		return
+	}
 	if err := removeGateways(removed); err != nil {
 		a.Log.Warn("Removing the gateways of released pod CIDRs failed", "cidrs", removed, "error", err)
 	}
 }
 
-// publishAll rewrites both tables from the state (start, CIDR changes).
-func (a *agent) publishAll() {
+// The tables are written in the same critical section as the state they
+// show (a.mu held): two requests that change the state one after the other
+// must not reach the tables in the other order.
+
+// publishAllLocked rewrites both tables from the state (start, CIDR
+// changes). Called with a.mu held.
+func (a *agent) publishAllLocked() {
 	wtxn := a.DB.WriteTxn(a.CIDRs, a.Allocations)
 	defer wtxn.Commit()
 	_ = a.CIDRs.DeleteAll(wtxn)
@@ -198,11 +212,12 @@ func (a *agent) publishAll() {
 	}
 }
 
-// publish updates the rows of the given allocations (added or released)
-// and of their CIDRs.
-func (a *agent) publish(added, released []entry) {
-	if len(released) > 0 {
-		defer a.dropGateways()
+// publishLocked updates the rows of the given allocations (added or
+// released) and of their CIDRs. Called with a.mu held; the caller drops
+// the gateways of CIDRs that left (dropGateways) once it released a.mu.
+func (a *agent) publishLocked(added, released []entry) {
+	if len(added) == 0 && len(released) == 0 {
+		return
 	}
 	wtxn := a.DB.WriteTxn(a.CIDRs, a.Allocations)
 	defer wtxn.Commit()

@@ -79,8 +79,9 @@ func (a *agent) collectGarbage(ctx context.Context) error {
 		a.mu.Lock()
 		released, derr := a.state.del(c.att)
 		delete(a.suspects, c.att)
+		a.publishLocked(nil, released)
 		a.mu.Unlock()
-		a.publish(nil, released)
+		a.dropGateways()
 		for _, e := range released {
 			a.Log.Info("Released the address of a pod that is gone", "ip", e.IP, "pod", c.pod.Namespace+"/"+c.pod.Name, "uid", c.pod.UID, "container", c.att.ContainerID)
 		}

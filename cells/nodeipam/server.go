@@ -142,8 +142,9 @@ func (s *server) gc(w http.ResponseWriter, r *http.Request) {
 	}
 	s.agent.mu.Lock()
 	released, err := s.agent.state.gc(req.Network, req.ValidAttachments)
+	s.agent.publishLocked(nil, released)
 	s.agent.mu.Unlock()
-	s.agent.publish(nil, released)
+	s.agent.dropGateways()
 	for _, e := range released {
 		s.agent.Log.Info("Released an address the runtime no longer knows (CNI GC)", "ip", e.IP, "pod", e.Pod.Namespace+"/"+e.Pod.Name, "container", e.ContainerID)
 	}
@@ -184,10 +185,12 @@ func (a *agent) add(ctx context.Context, req ipamv1.AddRequest) (*ipamv1.AddResp
 		a.mu.Lock()
 		got, err := a.state.add(req, pools)
 		changed := a.state.changed
+		if err == nil {
+			a.publishLocked(got, nil)
+		}
 		a.mu.Unlock()
 		switch {
 		case err == nil:
-			a.publish(got, nil)
 			a.poke()
 			var cidrs []netip.Prefix
 			for _, e := range got {
@@ -240,8 +243,9 @@ func response(got []entry) *ipamv1.AddResponse {
 func (a *agent) del(req ipamv1.DelRequest) error {
 	a.mu.Lock()
 	released, err := a.state.del(req.Attachment)
+	a.publishLocked(nil, released)
 	a.mu.Unlock()
-	a.publish(nil, released)
+	a.dropGateways()
 	if len(released) > 0 {
 		a.poke()
 	}

@@ -395,6 +395,17 @@ func (s *state) capacity() (usable map[poolFamily]uint64, cidrs map[poolFamily]i
 	return usable, cidrs
 }
 
+// waiting reports whether an ADD waits for a CIDR right now.
+func (s *state) waiting() bool {
+	_, pending := s.usage()
+	for _, n := range pending {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // demand computes spec.ipam.pools.requested: for every pool in use,
 // waited for, or with a pre-allocation (and existing), the spec's formula
 // per family the agent runs.

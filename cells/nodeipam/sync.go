@@ -23,6 +23,11 @@ import (
 // becomes one write.
 const usedEvery = 2 * time.Second
 
+// requestEvery bounds how often requested grows while no ADD waits (the
+// pre-allocation keeps ahead of the pods: a burst of pods becomes one
+// write). An ADD that waits for a CIDR is asked for at once.
+const requestEvery = time.Second
+
 // AgentFieldManager owns what a node's agent writes in its CiliumNode's
 // status (the addresses in use); the allocator writes as "herald".
 const AgentFieldManager = "herald-agent"
@@ -43,6 +48,7 @@ func (a *agent) syncLoop(ctx context.Context, health cell.Health) error {
 		lastUsed      map[string]v2.AllocationIP
 		lastUsedWrite time.Time
 		usedTimer     <-chan time.Time
+		requestTimer  <-chan time.Time
 	)
 	health.OK("waiting for the CiliumNode")
 	for {
@@ -52,19 +58,24 @@ func (a *agent) syncLoop(ctx context.Context, health cell.Health) error {
 		if found && (!seen || !sameAllocated(cn.Allocated, lastAllocated)) {
 			a.mu.Lock()
 			gone := a.state.setCIDRs(cn.Allocated)
+			a.publishAllLocked()
 			a.mu.Unlock()
-			a.publishAll()
 			a.dropGateways()
 			for _, g := range gone {
 				a.Log.Error("A pod CIDR left the CiliumNode while pods use it; they keep their addresses, nothing new comes from it", "node", a.node, "cidr", g)
 			}
 			lastAllocated, seen = cn.Allocated, true
 		}
-		if err := a.syncOnce(ctx, txn, cn, found); err != nil {
+		later, err := a.syncOnce(ctx, txn, cn, found)
+		switch {
+		case err != nil:
 			health.Degraded("cannot update the CiliumNode", err)
 			a.Log.Warn("Updating the CiliumNode failed; retrying", "node", a.node, "error", err)
-		} else if found {
+		case found:
 			health.OK(fmt.Sprintf("%d CIDRs", countCIDRs(cn.Allocated)))
+		}
+		if later > 0 && requestTimer == nil {
+			requestTimer = time.After(later)
 		}
 
 		a.mu.Lock()
@@ -91,6 +102,8 @@ func (a *agent) syncLoop(ctx context.Context, health cell.Health) error {
 		case <-tick.C:
 		case <-usedTimer:
 			usedTimer = nil
+		case <-requestTimer:
+			requestTimer = nil
 		}
 	}
 }
@@ -114,14 +127,16 @@ func (a *agent) waitTables(ctx context.Context) error {
 
 // syncOnce writes the demand and releases what is not needed. Every write
 // is conditional on the CiliumNode's version: the allocator writes the
-// same object.
-func (a *agent) syncOnce(ctx context.Context, txn statedb.ReadTxn, cn *tables.CiliumNode, found bool) error {
+// same object. It returns how long to wait before a demand it held back
+// (requestEvery) is due.
+func (a *agent) syncOnce(ctx context.Context, txn statedb.ReadTxn, cn *tables.CiliumNode, found bool) (time.Duration, error) {
 	exists := func(pool string) bool {
 		_, _, ok := a.Pools.Get(txn, tables.PodIPPoolNameIndex.Query(pool))
 		return ok
 	}
 	a.mu.Lock()
 	demand := a.state.demand(a.pre, exists)
+	waiting := a.state.waiting()
 	a.mu.Unlock()
 	api := a.Herald.CiliumV2().CiliumNodes()
 
@@ -134,49 +149,84 @@ func (a *agent) syncOnce(ctx context.Context, txn statedb.ReadTxn, cn *tables.Ci
 		}
 		obj.Spec.IPAM.Pools.Requested = requestedK8s(demand)
 		if _, err := api.Create(ctx, obj, metav1.CreateOptions{FieldManager: AgentFieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating CiliumNode %s: %w", a.node, err)
+			return 0, fmt.Errorf("creating CiliumNode %s: %w", a.node, err)
 		}
 		a.Log.Info("Created the CiliumNode", "node", a.node, "requested", demand)
-		return nil
+		return 0, nil
 	}
+	// The watch may not have brought back the agent's own last write yet:
+	// the version it answered is the newer one, and writing on top of the
+	// older one would only earn a conflict.
+	cn = a.written.current(cn)
 
 	if !sameDemand(cn.Requested, demand) {
+		if wait := time.Until(a.lastRequest.Add(requestEvery)); wait > 0 && !waiting {
+			return wait, nil
+		}
 		patch, _ := json.Marshal(map[string]any{
 			"metadata": map[string]any{"resourceVersion": cn.ResourceVersion},
 			"spec":     map[string]any{"ipam": map[string]any{"pools": map[string]any{"requested": requestedK8s(demand)}}},
 		})
-		if _, err := api.Patch(ctx, a.node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: AgentFieldManager}); err != nil {
+		got, err := api.Patch(ctx, a.node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: AgentFieldManager})
+		if err != nil {
 			if apierrors.IsConflict(err) {
-				return nil // the next version of the row brings us back
+				return 0, nil // the next version of the row brings us back
 			}
-			return fmt.Errorf("CiliumNode %s: requested: %w", a.node, err)
+			return 0, fmt.Errorf("CiliumNode %s: requested: %w", a.node, err)
 		}
+		a.written.record(cn.ResourceVersion, got)
+		a.lastRequest = time.Now()
 		a.Log.Info("Requested pod addresses", "node", a.node, "requested", demand)
-		return nil // one write per version: the release waits for the new row
+		return 0, nil // one write per version: the release waits for the new row
 	}
 
 	a.mu.Lock()
 	release := a.state.releasable(demand, releaseSettle)
 	a.mu.Unlock()
 	if len(release) == 0 {
-		return nil
+		return 0, nil
 	}
 	keep := without(cn.Allocated, release)
 	patch, _ := json.Marshal(map[string]any{
 		"metadata": map[string]any{"resourceVersion": cn.ResourceVersion},
 		"spec":     map[string]any{"ipam": map[string]any{"pools": map[string]any{"allocated": allocatedK8s(keep)}}},
 	})
-	if _, err := api.Patch(ctx, a.node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: AgentFieldManager}); err != nil {
+	got, err := api.Patch(ctx, a.node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: AgentFieldManager})
+	if err != nil {
 		a.mu.Lock()
 		a.state.keep(release)
 		a.mu.Unlock()
 		if apierrors.IsConflict(err) {
-			return nil
+			return 0, nil
 		}
-		return fmt.Errorf("CiliumNode %s: releasing %v: %w", a.node, release, err)
+		return 0, fmt.Errorf("CiliumNode %s: releasing %v: %w", a.node, release, err)
 	}
+	a.written.record(cn.ResourceVersion, got)
 	a.Log.Info("Released pod CIDRs the node no longer needs", "node", a.node, "cidrs", release)
-	return nil
+	return 0, nil
+}
+
+// ownWrite is the CiliumNode as the agent's last write left it, and the
+// version that write was made on.
+type ownWrite struct {
+	base   string
+	result *tables.CiliumNode
+}
+
+// record remembers a write made on version base.
+func (w *ownWrite) record(base string, result *v2.CiliumNode) {
+	w.base, w.result = base, tables.CiliumNodeFromK8s(result)
+}
+
+// current is the newer of the row and the agent's own last write: the
+// write's result while the row is still the version it was made on.
+// Nothing but the agent's write can lie between the two: the write was
+// conditional on that version.
+func (w *ownWrite) current(row *tables.CiliumNode) *tables.CiliumNode {
+	if w.result != nil && row.ResourceVersion == w.base {
+		return w.result
+	}
+	return row
 }
 
 // usedMap renders status.ipam.used: every address in use, owner
@@ -193,8 +243,15 @@ func (a *agent) usedMap() map[string]v2.AllocationIP {
 }
 
 // writeUsed applies status.ipam.used with server-side apply: the agent owns
-// that map, and keys it leaves out are removed.
+// that map, and keys it leaves out are removed. An empty map is removed
+// with a merge patch instead: applying an empty map (or none) leaves a null
+// behind, which the schema refuses.
 func (a *agent) writeUsed(ctx context.Context, used map[string]v2.AllocationIP) error {
+	if len(used) == 0 {
+		_, err := a.Herald.CiliumV2().CiliumNodes().Patch(ctx, a.node, types.MergePatchType,
+			[]byte(`{"status":{"ipam":{"used":null}}}`), metav1.PatchOptions{FieldManager: AgentFieldManager}, "status")
+		return err
+	}
 	body, _ := json.Marshal(map[string]any{
 		"apiVersion": v2.SchemeGroupVersion.String(), "kind": "CiliumNode",
 		"metadata": map[string]any{"name": a.node},

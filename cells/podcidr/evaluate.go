@@ -255,6 +255,7 @@ func (e *Engine) poolStatus(p *poolState) *tables.PodIPPoolStatus {
 	var removed, twice, holders []string
 	for _, name := range sortedNodeNames(e.nodes) {
 		n := e.nodes[name]
+		holds := false
 		for _, h := range n.current {
 			if h.pool != p.row.Name {
 				continue
@@ -262,7 +263,8 @@ func (e *Engine) poolStatus(p *poolState) *tables.PodIPPoolStatus {
 			f := tables.FamilyOf(h.prefix.Addr())
 			counts[f].cidrs++
 			counts[f].nodes[n.name] = true
-			if !slices.Contains(holders, n.name) {
+			if !holds {
+				holds = true
 				holders = append(holders, n.name)
 			}
 			if !inPool(p.row.Family(f), h.prefix) {

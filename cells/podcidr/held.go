@@ -26,6 +26,10 @@ type holding struct {
 type heldIndex struct {
 	exact  map[netip.Prefix][]holding
 	sorted []holding // by address, then prefix length
+	// lengths counts the holdings of each prefix length (IPv6 lengths at
+	// 33 and up, shifted by 33): overlapping looks up only the shorter
+	// prefixes of lengths someone holds, usually one, not all 128.
+	lengths [33 + 129]int
 }
 
 func newHeldIndex() *heldIndex { return &heldIndex{exact: map[netip.Prefix][]holding{}} }
@@ -43,14 +47,24 @@ func compareHoldings(a, b holding) int {
 	return cmp.Compare(a.pool, b.pool)
 }
 
+func lengthSlot(p netip.Prefix) int {
+	if p.Addr().Is4() {
+		return p.Bits()
+	}
+	return 33 + p.Bits()
+}
+
 func (h *heldIndex) add(x holding) {
+	h.lengths[lengthSlot(x.prefix)]++
 	h.exact[x.prefix] = append(h.exact[x.prefix], x)
 	i, _ := slices.BinarySearchFunc(h.sorted, x, compareHoldings)
 	h.sorted = slices.Insert(h.sorted, i, x)
 }
 
 func (h *heldIndex) remove(x holding) {
+	before := len(h.exact[x.prefix])
 	h.exact[x.prefix] = slices.DeleteFunc(h.exact[x.prefix], func(y holding) bool { return y == x })
+	h.lengths[lengthSlot(x.prefix)] -= before - len(h.exact[x.prefix])
 	if len(h.exact[x.prefix]) == 0 {
 		delete(h.exact, x.prefix)
 	}
@@ -62,7 +76,11 @@ func (h *heldIndex) remove(x holding) {
 // overlapping returns every holding that shares an address with p.
 func (h *heldIndex) overlapping(p netip.Prefix) []holding {
 	var out []holding
+	base := lengthSlot(p) - p.Bits()
 	for bits := 0; bits < p.Bits(); bits++ {
+		if h.lengths[base+bits] == 0 {
+			continue
+		}
 		outer, _ := p.Addr().Prefix(bits)
 		out = append(out, h.exact[outer]...)
 	}

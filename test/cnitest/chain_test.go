@@ -169,8 +169,8 @@ func TestBridgeChain(t *testing.T) {
 	}
 	adds, _, _, _ := agent.seen()
 	wantAdds := []v1.AddRequest{
-		{Attachment: attachment(a), Netns: a.Netns, Network: "herald", Pod: v1.PodRef{Namespace: "default", Name: "a", UID: "uid-a"}},
-		{Attachment: attachment(b), Netns: b.Netns, Network: "herald", Pod: v1.PodRef{Namespace: "default", Name: "b", UID: "uid-b"}},
+		{Attachment: attachment(a), Netns: a.Netns, Network: "herald", Bridge: prefix + "br0", Pod: v1.PodRef{Namespace: "default", Name: "a", UID: "uid-a"}},
+		{Attachment: attachment(b), Netns: b.Netns, Network: "herald", Bridge: prefix + "br0", Pod: v1.PodRef{Namespace: "default", Name: "b", UID: "uid-b"}},
 	}
 	if !reflect.DeepEqual(adds, wantAdds) {
 		t.Errorf("agent got ADDs\n%+v\nwant\n%+v", adds, wantAdds)

@@ -51,6 +51,8 @@ func BuildHeraldIPAM(dir string) (string, error) {
 	bin := filepath.Join(dir, "herald-ipam")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/herald-ipam")
 	cmd.Dir = root
+	// As the Makefile and the image build it: static.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("cnitest: go build ./cmd/herald-ipam: %w\n%s", err, out)
 	}

@@ -157,3 +157,54 @@ func TestRequested(t *testing.T) {
 func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// TestUsedInCiliumNode: the node's agent lists the addresses in use in its
+// CiliumNode's status.ipam.used (owner namespace/pod, resource the pool),
+// and takes them out when the pod goes, down to an empty list.
+func TestUsedInCiliumNode(t *testing.T) {
+	logAgentsOnFailure(t)
+	n := nodes[1]
+	ns := namespace(t, "used", nil)
+	p := startPod(t, n, ns, "p", nil)
+	usedOf := func() (map[string]string, error) {
+		cn, err := herald.CiliumV2().CiliumNodes().Get(context.Background(), n.name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]string{}
+		for ip, u := range cn.Status.IPAM.Used {
+			out[ip] = u.Owner + " " + u.Resource
+		}
+		return out, nil
+	}
+	waitFor(t, timeout, func() (bool, string) {
+		used, err := usedOf()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, ip := range p.IPs() {
+			if used[ip.String()] != ns+"/p default" {
+				return false, fmt.Sprintf("status.ipam.used of %s: %v, want %s owned by %s/p in pool default", n.name, used, ip, ns)
+			}
+		}
+		return true, ""
+	})
+	p.stop(t)
+	waitFor(t, timeout, func() (bool, string) {
+		used, err := usedOf()
+		if err != nil {
+			return false, err.Error()
+		}
+		rows, err := n.allocations()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, ip := range p.IPs() {
+			if _, ok := used[ip.String()]; ok {
+				return false, fmt.Sprintf("status.ipam.used of %s still lists %s after its pod went: %v", n.name, ip, used)
+			}
+		}
+		// The node's last pod gone: nothing listed at all.
+		return len(rows) > 0 || len(used) == 0, fmt.Sprintf("%s holds no address but its status.ipam.used lists %v", n.name, used)
+	})
+}
