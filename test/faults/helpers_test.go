@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -123,11 +124,22 @@ func createServices(t testing.TB, ns, prefix string, n int) {
 	}
 }
 
-// waitAllHaveIPs waits until every Service of ns has an address.
-func waitAllHaveIPs(t testing.TB, w *lbwatch.Watcher) {
+// waitAllHaveIPs waits until every Service of ns has an address: the
+// watcher has seen one on each Service the API server lists (a Service
+// created a moment ago may not have reached the watcher yet).
+func waitAllHaveIPs(t testing.TB, w *lbwatch.Watcher, ns string) {
 	t.Helper()
 	waitFor(t, timeout, func() (bool, string) {
+		list, err := kube.CoreV1().Services(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
 		missing := w.WithoutIPs()
+		for _, s := range list.Items {
+			if _, seen := w.FirstIPAt(s.Name); !seen && !slices.Contains(missing, s.Name) {
+				missing = append(missing, s.Name)
+			}
+		}
 		if len(missing) > 5 {
 			missing = append(missing[:5], "...")
 		}

@@ -29,7 +29,7 @@ func TestAllocatorFaultsUnderChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	createServices(t, ns, "svc", services)
-	waitAllHaveIPs(t, w)
+	waitAllHaveIPs(t, w, ns)
 	t.Logf("%d Services have addresses: %s", services, w.Summary())
 
 	c := startChurn(ns)
@@ -54,7 +54,7 @@ func TestAllocatorFaultsUnderChurn(t *testing.T) {
 		if err := l.Thaw(); err != nil {
 			t.Fatal(err)
 		}
-		settle(t, w)
+		settle(t, w, ns)
 	}
 
 	for range 3 {
@@ -67,7 +67,7 @@ func TestAllocatorFaultsUnderChurn(t *testing.T) {
 		if err := l.Start(); err != nil {
 			t.Fatal(err)
 		}
-		settle(t, w)
+		settle(t, w, ns)
 	}
 
 	for _, cut := range []time.Duration{10 * time.Second, 30 * time.Second} {
@@ -80,13 +80,13 @@ func TestAllocatorFaultsUnderChurn(t *testing.T) {
 		if err := lan.Heal(l.Name); err != nil {
 			t.Fatal(err)
 		}
-		settle(t, w)
+		settle(t, w, ns)
 	}
 
 	c.halt()
 	t.Logf("churn: %s", c)
 	c = nil
-	waitAllHaveIPs(t, w)
+	waitAllHaveIPs(t, w, ns)
 	if vs := w.Violations(); len(vs) > 0 {
 		t.Fatalf("%d broken promises:\n%s", len(vs), lbwatch.Report(vs))
 	}
@@ -96,11 +96,11 @@ func TestAllocatorFaultsUnderChurn(t *testing.T) {
 
 // settle waits until some agent leads and Services created after the
 // fault get addresses.
-func settle(t *testing.T, w *lbwatch.Watcher) {
+func settle(t *testing.T, w *lbwatch.Watcher, ns string) {
 	t.Helper()
 	start := time.Now()
 	l := leader(t)
-	waitAllHaveIPs(t, w)
+	waitAllHaveIPs(t, w, ns)
 	t.Logf("%s leads; every Service has an address %s after the fault ended; %s", l.Name, time.Since(start).Round(time.Millisecond), w.Summary())
 	if vs := w.Violations(); len(vs) > 0 {
 		t.Fatalf("%d broken promises:\n%s", len(vs), lbwatch.Report(vs))
@@ -123,7 +123,7 @@ func TestHealthAfterAPIServerOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	createServices(t, ns, "before", 50)
-	waitAllHaveIPs(t, w)
+	waitAllHaveIPs(t, w, ns)
 	waitHealthy(t)
 
 	outage(t, "frozen for 60s", func() func() error {
@@ -134,7 +134,7 @@ func TestHealthAfterAPIServerOutage(t *testing.T) {
 		return testCluster.ThawAPIServer
 	})
 	createServices(t, ns, "after-freeze", 10)
-	waitAllHaveIPs(t, w)
+	waitAllHaveIPs(t, w, ns)
 
 	outage(t, "killed for 20s", func() func() error {
 		argv, err := testCluster.KillAPIServer()
@@ -145,7 +145,7 @@ func TestHealthAfterAPIServerOutage(t *testing.T) {
 		return func() error { return testCluster.StartAPIServer(argv) }
 	})
 	createServices(t, ns, "after-restart", 10)
-	waitAllHaveIPs(t, w)
+	waitAllHaveIPs(t, w, ns)
 	if vs := w.Violations(); len(vs) > 0 {
 		t.Fatalf("%d broken promises:\n%s", len(vs), lbwatch.Report(vs))
 	}
