@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/heraldlb/herald/cells/internal/lease"
 	"github.com/heraldlb/herald/daemon/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
@@ -40,9 +41,9 @@ func registerCampaigns(p params) error {
 		if err := el.Timings.Validate(); err != nil {
 			return fmt.Errorf("Lease %s: %w", el.Lease, err)
 		}
-		api := &kubeLease{client: p.Kube.CoordinationV1().Leases(p.Agent.K8sNamespace), name: el.Lease}
+		api := lease.NewKube(p.Kube.CoordinationV1().Leases(p.Agent.K8sNamespace), el.Lease)
 		c := &campaign{
-			elector: newElector(el.Lease, identity, el.Timings, api, time.Now),
+			Elector: lease.NewElector(el.Lease, identity, el.Timings, api, time.Now),
 			api:     api,
 			db:      p.DB,
 			table:   p.Leadership,
@@ -56,8 +57,8 @@ func registerCampaigns(p params) error {
 
 // campaign runs one elector: it waits, calls it, and publishes its state.
 type campaign struct {
-	*elector
-	api   *kubeLease
+	*lease.Elector
+	api   *lease.Kube
 	db    *statedb.DB
 	table statedb.RWTable[*tables.Leadership]
 	log   *slog.Logger
@@ -69,7 +70,7 @@ type campaign struct {
 }
 
 type sighting struct {
-	r  *record
+	r  *lease.Record
 	at time.Time
 }
 
@@ -77,8 +78,8 @@ func (c *campaign) run(ctx context.Context, health cell.Health) error {
 	sightings := make(chan sighting, 16)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	go c.api.watch(watchCtx, c.timings.RetryPeriod,
-		func(r *record, at time.Time) {
+	go c.api.Watch(watchCtx, c.Timings().RetryPeriod,
+		func(r *lease.Record, at time.Time) {
 			select {
 			case sightings <- sighting{r, at}:
 			case <-watchCtx.Done():
@@ -91,8 +92,8 @@ func (c *campaign) run(ctx context.Context, health cell.Health) error {
 		// A leader renews every retry period; a follower wakes when the
 		// Lease may be taken over, or when it sees the Lease change.
 		wait := time.Until(c.nextRenew)
-		if !c.leading {
-			wait = time.Until(c.takeoverAt())
+		if !c.Leading() {
+			wait = time.Until(c.TakeoverAt())
 		}
 		timer := time.NewTimer(wait)
 		select {
@@ -104,22 +105,22 @@ func (c *campaign) run(ctx context.Context, health cell.Health) error {
 			timer.Stop()
 			c.see(s, health)
 		case <-timer.C:
-			if c.leading {
+			if c.Leading() {
 				c.renewOnce(ctx, health)
 			} else {
 				c.acquireOnce(ctx, health)
 			}
-			c.nextRenew = time.Now().Add(c.timings.RetryPeriod)
+			c.nextRenew = time.Now().Add(c.Timings().RetryPeriod)
 			c.publish()
 		}
 	}
 }
 
 func (c *campaign) renewOnce(ctx context.Context, health cell.Health) {
-	wasLapsed, term := c.lapsed(), c.term
-	err := c.renew(ctx)
+	wasLapsed, term := c.Lapsed(), c.Term()
+	err := c.Renew(ctx)
 	switch {
-	case !c.leading:
+	case !c.Leading():
 		c.log.Warn("Lost leadership: another agent wrote the Lease", "term", term, "error", err)
 		health.OK("following")
 	case err != nil:
@@ -134,22 +135,22 @@ func (c *campaign) renewOnce(ctx context.Context, health cell.Health) {
 }
 
 func (c *campaign) acquireOnce(ctx context.Context, health cell.Health) {
-	started, err := c.tryAcquire(ctx)
+	started, err := c.TryAcquire(ctx)
 	c.report(err, health)
 	switch {
 	case started:
-		c.log.Info("Became leader", "term", c.term)
-		health.OK(fmt.Sprintf("leading, term %d", c.term))
+		c.log.Info("Became leader", "term", c.Term())
+		health.OK(fmt.Sprintf("leading, term %d", c.Term()))
 	case err == nil:
-		health.OK("following " + dashIfEmpty(c.state().Holder))
+		health.OK("following " + dashIfEmpty(c.State().Holder))
 	}
 }
 
 func (c *campaign) see(s sighting, health cell.Health) {
-	holder := c.state().Holder
-	c.observe(s.r, s.at)
-	if !c.leading && holder != c.state().Holder {
-		health.OK("following " + dashIfEmpty(c.state().Holder))
+	holder := c.State().Holder
+	c.Observe(s.r, s.at)
+	if !c.Leading() && holder != c.State().Holder {
+		health.OK("following " + dashIfEmpty(c.State().Holder))
 		c.publish()
 	}
 }
@@ -159,10 +160,10 @@ func (c *campaign) see(s sighting, health cell.Health) {
 // the cells that write under the Lease have stopped: they started after
 // this job and stop before it.
 func (c *campaign) stop(health cell.Health) {
-	wasLeading, term := c.leading, c.term
-	ctx, cancel := context.WithTimeout(context.Background(), c.timings.RenewDeadline)
+	wasLeading, term := c.Leading(), c.Term()
+	ctx, cancel := context.WithTimeout(context.Background(), c.Timings().RenewDeadline)
 	defer cancel()
-	err := c.release(ctx, c.publish)
+	err := c.Release(ctx, c.publish)
 	switch {
 	case !wasLeading:
 	case err != nil:
@@ -183,21 +184,21 @@ func (c *campaign) report(err error, health cell.Health) {
 		}
 		return
 	}
-	if c.leading && c.lapsed() {
-		health.Degraded(fmt.Sprintf("leading, term %d, but renewals fail: writes are on hold", c.term), err)
-	} else if !c.leading {
+	if c.Leading() && c.Lapsed() {
+		health.Degraded(fmt.Sprintf("leading, term %d, but renewals fail: writes are on hold", c.Term()), err)
+	} else if !c.Leading() {
 		health.Degraded("campaigning, Lease API failing", err)
 	}
 	now := time.Now()
 	if err.Error() != c.lastErr || now.Sub(c.lastErrAt) > 10*time.Second {
-		c.log.Warn("Lease election", "term", c.term, "leading", c.leading, "error", err)
+		c.log.Warn("Lease election", "term", c.Term(), "leading", c.Leading(), "error", err)
 		c.lastErr, c.lastErrAt = err.Error(), now
 	}
 }
 
 func (c *campaign) publish() {
 	wtxn := c.db.WriteTxn(c.table)
-	_, _, _ = c.table.Insert(wtxn, c.state())
+	_, _, _ = c.table.Insert(wtxn, c.State())
 	wtxn.Commit()
 }
 

@@ -8,12 +8,8 @@
 // Writes: those Leases, and table leadership (one row per Lease). Writers
 // of other cells check a row's Fence right before every write of a term.
 //
-// Why not client-go's leaderelection: it judges its own leadership from
-// when it read a renewal's answer, not from when it sent it; its release
-// decides from a cached record that may be stale after a pause; it exposes
-// no deadline to fence writes with; and its followers poll with a GET every
-// retry period. This cell keeps client-go's Lease record format, so
-// `kubectl get lease` and mixed versions read the same thing.
+// The elector itself (cells/internal/lease) keeps client-go's Lease record
+// format, so `kubectl get lease` and mixed versions read the same thing.
 package election
 
 import (

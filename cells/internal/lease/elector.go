@@ -1,4 +1,16 @@
-package election
+// Package lease is Herald's Lease elector: the rules that keep two agents
+// from holding one Lease at once, even across freezes of either, on the
+// Kubernetes Lease API in client-go's leaderelection record format. The
+// election cell runs it for the cluster-wide singletons, the L2 announcer
+// for the announcement Leases; each owns its timing and fencing contract,
+// this package only the decisions.
+//
+// Why not client-go's leaderelection: it judges its own leadership from
+// when it read a renewal's answer, not from when it sent it; its release
+// decides from a cached record that may be stale after a pause, and can
+// clear a Lease another agent took meanwhile; and it exposes no deadline to
+// fence writes with.
+package lease
 
 import (
 	"context"
@@ -9,8 +21,8 @@ import (
 	"github.com/heraldlb/herald/tables"
 )
 
-// record is what the elector knows of the Lease object.
-type record struct {
+// Record is what the elector knows of the Lease object.
+type Record struct {
 	Holder      string
 	Duration    time.Duration
 	Transitions int32
@@ -25,24 +37,24 @@ type record struct {
 	obj any
 }
 
-// errConflict: the Lease changed (or appeared, or vanished) since it was
+// ErrConflict: the Lease changed (or appeared, or vanished) since it was
 // read; the write did not happen.
-var errConflict = errors.New("the Lease changed since it was read")
+var ErrConflict = errors.New("the Lease changed since it was read")
 
-// leaseAPI is the Lease as the elector sees it; leaseapi.go implements it
-// on the Kubernetes API.
-type leaseAPI interface {
+// API is the Lease as the elector sees it; Kube implements it on the
+// Kubernetes API.
+type API interface {
 	// Get returns the Lease, or nil if it does not exist.
-	Get(ctx context.Context) (*record, error)
-	// Create creates the Lease; errConflict if it exists.
-	Create(ctx context.Context, r record) (*record, error)
-	// Update writes r if the Lease is still at r.version; errConflict if not.
-	Update(ctx context.Context, r record) (*record, error)
+	Get(ctx context.Context) (*Record, error)
+	// Create creates the Lease; ErrConflict if it exists.
+	Create(ctx context.Context, r Record) (*Record, error)
+	// Update writes r if the Lease is still at r.version; ErrConflict if not.
+	Update(ctx context.Context, r Record) (*Record, error)
 }
 
-// elector is one agent's campaign for one Lease: the decisions, without the
-// waiting (run.go). Times come from now; the monotonic clock is what makes
-// the deadlines safe across pauses.
+// Elector is one agent's campaign for one Lease: the decisions, without
+// the waiting (the caller's loop). Times come from now; the monotonic
+// clock is what makes the deadlines safe across pauses.
 //
 // The rules, which together keep two agents from leading at once:
 //   - A renewal counts from when it was sent, never from when its answer
@@ -56,32 +68,32 @@ type leaseAPI interface {
 //     Lease that someone else wrote meanwhile.
 //   - A term ends for good at the first sign that someone else wrote the
 //     Lease; a new term always starts from a fresh read of the cluster.
-type elector struct {
+type Elector struct {
 	lease    string
 	identity string
 	timings  tables.LeaseTimings
-	api      leaseAPI
+	api      API
 	now      func() time.Time
 
 	// seen is the latest version of the Lease seen (read, watched or
 	// written), seenAt when that version was first seen.
-	seen   *record
+	seen   *Record
 	seenAt time.Time
 	// retryAt delays the next attempt after a failed API call.
 	retryAt time.Time
 
 	leading    bool
-	mine       *record // our last successful write, while leading
+	mine       *Record // our last successful write, while leading
 	term       uint64
 	validUntil time.Time
 }
 
-func newElector(lease, identity string, t tables.LeaseTimings, api leaseAPI, now func() time.Time) *elector {
-	return &elector{lease: lease, identity: identity, timings: t, api: api, now: now}
+func NewElector(lease, identity string, t tables.LeaseTimings, api API, now func() time.Time) *Elector {
+	return &Elector{lease: lease, identity: identity, timings: t, api: api, now: now}
 }
 
-// state is the row of table leadership.
-func (e *elector) state() *tables.Leadership {
+// State is the row of table leadership.
+func (e *Elector) State() *tables.Leadership {
 	l := &tables.Leadership{Lease: e.lease, Identity: e.identity, Leading: e.leading, Term: e.term}
 	if e.seen != nil {
 		l.Holder = e.seen.Holder
@@ -92,11 +104,11 @@ func (e *elector) state() *tables.Leadership {
 	return l
 }
 
-// observe records a version of the Lease seen at time at (nil: it does not
+// Observe records a version of the Lease seen at time at (nil: it does not
 // exist). A version seen again keeps its first sighting time. Sightings
 // never end a term: a watch may deliver an older version late, so only a
 // failed conditional renewal proves that someone else wrote the Lease.
-func (e *elector) observe(r *record, at time.Time) {
+func (e *Elector) Observe(r *Record, at time.Time) {
 	switch {
 	case r == nil:
 		e.seen, e.seenAt = nil, at
@@ -105,9 +117,9 @@ func (e *elector) observe(r *record, at time.Time) {
 	}
 }
 
-// takeoverAt is when a follower may next try to take the Lease: at once if
+// TakeoverAt is when a follower may next try to take the Lease: at once if
 // it is unknown, free, or ours; else Duration after it last changed.
-func (e *elector) takeoverAt() time.Time {
+func (e *Elector) TakeoverAt() time.Time {
 	at := e.retryAt
 	if e.seen != nil && e.seen.Holder != "" && e.seen.Holder != e.identity {
 		if t := e.seenAt.Add(e.durationOf(e.seen)); t.After(at) {
@@ -119,16 +131,16 @@ func (e *elector) takeoverAt() time.Time {
 
 // durationOf is the holder's lease duration; a record without one gets
 // ours, never less.
-func (e *elector) durationOf(r *record) time.Duration {
+func (e *Elector) durationOf(r *Record) time.Duration {
 	if r.Duration > 0 {
 		return r.Duration
 	}
 	return e.timings.Duration
 }
 
-// tryAcquire reads the Lease and takes it when it is missing, free, ours,
+// TryAcquire reads the Lease and takes it when it is missing, free, ours,
 // or unchanged for its duration. It reports whether a term started.
-func (e *elector) tryAcquire(ctx context.Context) (bool, error) {
+func (e *Elector) TryAcquire(ctx context.Context) (bool, error) {
 	if e.leading {
 		return true, nil
 	}
@@ -138,15 +150,15 @@ func (e *elector) tryAcquire(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("reading Lease %s: %w", e.lease, err)
 	}
 	now := e.now()
-	e.observe(r, now)
+	e.Observe(r, now)
 	if r != nil && !e.mayTake(r, now) {
 		return false, nil
 	}
 
-	var got *record
+	var got *Record
 	sent := e.now()
 	if r == nil {
-		got, err = e.api.Create(ctx, record{
+		got, err = e.api.Create(ctx, Record{
 			Holder: e.identity, Duration: e.timings.Duration, AcquireTime: sent, RenewTime: sent,
 		})
 	} else {
@@ -159,7 +171,7 @@ func (e *elector) tryAcquire(ctx context.Context) (bool, error) {
 		got, err = e.api.Update(ctx, next)
 	}
 	switch {
-	case errors.Is(err, errConflict):
+	case errors.Is(err, ErrConflict):
 		return false, nil // someone else was faster; the next read shows who
 	case err != nil:
 		e.retryAt = e.now().Add(e.timings.RetryPeriod)
@@ -173,14 +185,14 @@ func (e *elector) tryAcquire(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-func (e *elector) mayTake(r *record, now time.Time) bool {
+func (e *Elector) mayTake(r *Record, now time.Time) bool {
 	return r.Holder == "" || r.Holder == e.identity || !now.Before(e.seenAt.Add(e.durationOf(r)))
 }
 
-// renew extends the term. A conflict ends it; any other error leaves it
+// Renew extends the term. A conflict ends it; any other error leaves it
 // running but lets it lapse at validUntil: if the next renewal succeeds,
 // nobody can have written the Lease in between, so the term goes on.
-func (e *elector) renew(ctx context.Context) error {
+func (e *Elector) Renew(ctx context.Context) error {
 	if !e.leading {
 		return nil
 	}
@@ -191,7 +203,7 @@ func (e *elector) renew(ctx context.Context) error {
 	defer cancel()
 	got, err := e.api.Update(rctx, next)
 	switch {
-	case errors.Is(err, errConflict):
+	case errors.Is(err, ErrConflict):
 		e.lose()
 		return fmt.Errorf("renewing Lease %s: %w: term %d ended", e.lease, err, e.term)
 	case err != nil:
@@ -203,20 +215,20 @@ func (e *elector) renew(ctx context.Context) error {
 	return nil
 }
 
-// lapsed reports whether the term's writes are on hold (renewals failing).
-func (e *elector) lapsed() bool { return e.leading && !e.now().Before(e.validUntil) }
+// Lapsed reports whether the term's writes are on hold (renewals failing).
+func (e *Elector) Lapsed() bool { return e.leading && !e.now().Before(e.validUntil) }
 
-func (e *elector) lose() {
+func (e *Elector) lose() {
 	e.leading = false
 	e.mine = nil
 	e.validUntil = time.Time{}
 }
 
-// release ends the term and, if nobody can have taken the Lease yet, frees
+// Release ends the term and, if nobody can have taken the Lease yet, frees
 // it so that another agent takes over at once. ended runs once the term is
 // over and before the release is sent: the caller publishes it there, which
 // closes the fence for this agent's writers.
-func (e *elector) release(ctx context.Context, ended func()) error {
+func (e *Elector) Release(ctx context.Context, ended func()) error {
 	if !e.leading {
 		ended()
 		return nil
@@ -237,3 +249,17 @@ func (e *elector) release(ctx context.Context, ended func()) error {
 	e.seen, e.seenAt = got, e.now()
 	return nil
 }
+
+// Leading reports whether a term is running (it may have lapsed).
+func (e *Elector) Leading() bool { return e.leading }
+
+// Term counts this elector's terms; the current one while leading.
+func (e *Elector) Term() uint64 { return e.term }
+
+// ValidUntil is the end of the current term's right to act: the send time
+// of its last successful write plus the renew deadline. Zero when not
+// leading.
+func (e *Elector) ValidUntil() time.Time { return e.validUntil }
+
+// Timings are the elector's timings.
+func (e *Elector) Timings() tables.LeaseTimings { return e.timings }

@@ -1,4 +1,4 @@
-package election
+package lease
 
 import (
 	"context"
@@ -22,7 +22,7 @@ func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 // fakeLease is a Lease with conditional writes, as the API server keeps it.
 type fakeLease struct {
-	rec     *record
+	rec     *Record
 	version int
 	// fail makes the next calls fail with this error (an unreachable API).
 	fail error
@@ -32,7 +32,7 @@ type fakeLease struct {
 	writes int
 }
 
-func (f *fakeLease) Get(context.Context) (*record, error) {
+func (f *fakeLease) Get(context.Context) (*Record, error) {
 	if f.fail != nil {
 		return nil, f.fail
 	}
@@ -43,27 +43,27 @@ func (f *fakeLease) Get(context.Context) (*record, error) {
 	return &r, nil
 }
 
-func (f *fakeLease) Create(_ context.Context, r record) (*record, error) {
+func (f *fakeLease) Create(_ context.Context, r Record) (*Record, error) {
 	if f.fail != nil {
 		return nil, f.fail
 	}
 	if f.rec != nil {
-		return nil, errConflict
+		return nil, ErrConflict
 	}
 	return f.store(r), nil
 }
 
-func (f *fakeLease) Update(_ context.Context, r record) (*record, error) {
+func (f *fakeLease) Update(_ context.Context, r Record) (*Record, error) {
 	if f.fail != nil {
 		return nil, f.fail
 	}
 	if f.rec == nil || f.rec.version != r.version {
-		return nil, errConflict
+		return nil, ErrConflict
 	}
 	return f.store(r), nil
 }
 
-func (f *fakeLease) store(r record) *record {
+func (f *fakeLease) store(r Record) *Record {
 	f.version++
 	f.writes++
 	r.version = strconv.Itoa(f.version)
@@ -77,23 +77,23 @@ func (f *fakeLease) store(r record) *record {
 	return &out
 }
 
-func newTestElector(id string, api leaseAPI, c *clock) *elector {
-	return newElector(tables.LBIPAMLease, id, timings, api, c.now)
+func newTestElector(id string, api API, c *clock) *Elector {
+	return NewElector(tables.LBIPAMLease, id, timings, api, c.now)
 }
 
 // valid reports whether the elector may write now, by the fence its
 // published state gives.
-func valid(e *elector, now time.Time) bool {
-	_, cancel, err := e.state().Fence(context.Background(), e.term, now)
+func valid(e *Elector, now time.Time) bool {
+	_, cancel, err := e.State().Fence(context.Background(), e.term, now)
 	if cancel != nil {
 		cancel()
 	}
 	return err == nil
 }
 
-func mustAcquire(t *testing.T, e *elector) {
+func mustAcquire(t *testing.T, e *Elector) {
 	t.Helper()
-	ok, err := e.tryAcquire(context.Background())
+	ok, err := e.TryAcquire(context.Background())
 	if err != nil || !ok {
 		t.Fatalf("%s: tryAcquire = %v, %v; want a term", e.identity, ok, err)
 	}
@@ -104,7 +104,7 @@ func TestAcquireMissingLease(t *testing.T) {
 	api := &fakeLease{}
 	e := newTestElector("a", api, c)
 	mustAcquire(t, e)
-	st := e.state()
+	st := e.State()
 	if !st.Leading || st.Term != 1 || st.Holder != "a" || !st.ValidUntil.Equal(c.now().Add(timings.RenewDeadline)) {
 		t.Fatalf("state = %+v", st)
 	}
@@ -120,26 +120,26 @@ func TestFollowerWaitsDurationAfterLastChange(t *testing.T) {
 	mustAcquire(t, a)
 
 	ctx := context.Background()
-	if ok, _ := b.tryAcquire(ctx); ok {
+	if ok, _ := b.TryAcquire(ctx); ok {
 		t.Fatal("b took a Lease renewed just now")
 	}
-	if want := c.now().Add(timings.Duration); !b.takeoverAt().Equal(want) {
-		t.Fatalf("takeoverAt = %v, want %v", b.takeoverAt(), want)
+	if want := c.now().Add(timings.Duration); !b.TakeoverAt().Equal(want) {
+		t.Fatalf("takeoverAt = %v, want %v", b.TakeoverAt(), want)
 	}
 	// a renews; b sees the new version later, and counts from then.
 	c.advance(500 * time.Millisecond)
-	if err := a.renew(ctx); err != nil {
+	if err := a.Renew(ctx); err != nil {
 		t.Fatal(err)
 	}
 	c.advance(100 * time.Millisecond)
 	seen, _ := api.Get(ctx)
-	b.observe(seen, c.now())
-	if want := c.now().Add(timings.Duration); !b.takeoverAt().Equal(want) {
-		t.Fatalf("takeoverAt after a renewal = %v, want %v", b.takeoverAt(), want)
+	b.Observe(seen, c.now())
+	if want := c.now().Add(timings.Duration); !b.TakeoverAt().Equal(want) {
+		t.Fatalf("takeoverAt after a renewal = %v, want %v", b.TakeoverAt(), want)
 	}
 	// a dies. Just before the Lease expires in b's view: not yet.
 	c.advance(timings.Duration - time.Millisecond)
-	if ok, _ := b.tryAcquire(ctx); ok {
+	if ok, _ := b.TryAcquire(ctx); ok {
 		t.Fatal("b took the Lease before it expired")
 	}
 	c.advance(time.Millisecond)
@@ -162,7 +162,7 @@ func TestRenewalCountsFromSendTime(t *testing.T) {
 	mustAcquire(t, a)
 	sent := c.now()
 	api.during = func() { c.advance(5 * time.Second) } // frozen right after the write
-	if err := a.renew(context.Background()); err != nil {
+	if err := a.Renew(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if want := sent.Add(timings.RenewDeadline); !a.validUntil.Equal(want) {
@@ -179,12 +179,12 @@ func TestRenewConflictEndsTerm(t *testing.T) {
 	a, b := newTestElector("a", api, c), newTestElector("b", api, c)
 	mustAcquire(t, a)
 	// a pauses; b sees no change for a lease duration and takes over.
-	b.observe(api.rec, c.now())
+	b.Observe(api.rec, c.now())
 	c.advance(timings.Duration)
 	mustAcquire(t, b)
 	// a resumes: its renewal is conditional on the version it wrote.
-	err := a.renew(context.Background())
-	if !errors.Is(err, errConflict) || a.leading || valid(a, c.now()) {
+	err := a.Renew(context.Background())
+	if !errors.Is(err, ErrConflict) || a.leading || valid(a, c.now()) {
 		t.Fatalf("renew after takeover: err=%v leading=%v", err, a.leading)
 	}
 	if api.rec.Holder != "b" {
@@ -200,16 +200,16 @@ func TestTransientErrorsLapseThenResume(t *testing.T) {
 	api.fail = errors.New("connection refused")
 	for i := 0; i < 8; i++ {
 		c.advance(timings.RetryPeriod)
-		if err := a.renew(context.Background()); err == nil {
+		if err := a.Renew(context.Background()); err == nil {
 			t.Fatal("renew succeeded against a failing API")
 		}
 	}
-	if !a.leading || !a.lapsed() || valid(a, c.now()) {
-		t.Fatalf("after 2s of failures: leading=%v lapsed=%v", a.leading, a.lapsed())
+	if !a.leading || !a.Lapsed() || valid(a, c.now()) {
+		t.Fatalf("after 2s of failures: leading=%v lapsed=%v", a.leading, a.Lapsed())
 	}
 	// Nobody wrote the Lease meanwhile: the same term goes on.
 	api.fail = nil
-	if err := a.renew(context.Background()); err != nil {
+	if err := a.Renew(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if !valid(a, c.now()) || a.term != 1 {
@@ -224,9 +224,9 @@ func TestReleaseOnlyWhatIsStillOurs(t *testing.T) {
 		api := &fakeLease{}
 		a, b := newTestElector("a", api, c), newTestElector("b", api, c)
 		mustAcquire(t, a)
-		b.observe(api.rec, c.now())
+		b.Observe(api.rec, c.now())
 		ended := false
-		if err := a.release(ctx, func() { ended = !a.leading }); err != nil || !ended {
+		if err := a.Release(ctx, func() { ended = !a.leading }); err != nil || !ended {
 			t.Fatalf("release: %v (term ended before the write: %v)", err, ended)
 		}
 		if api.rec.Holder != "" {
@@ -241,7 +241,7 @@ func TestReleaseOnlyWhatIsStillOurs(t *testing.T) {
 		mustAcquire(t, a)
 		writes := api.writes
 		c.advance(timings.RenewDeadline)
-		if err := a.release(ctx, func() {}); err != nil || api.writes != writes || api.rec.Holder != "a" {
+		if err := a.Release(ctx, func() {}); err != nil || api.writes != writes || api.rec.Holder != "a" {
 			t.Fatalf("release of a lapsed term wrote the Lease: %v, %+v", err, api.rec)
 		}
 	})
@@ -253,8 +253,8 @@ func TestReleaseOnlyWhatIsStillOurs(t *testing.T) {
 		// b took over while a's term still looked valid to a (its clock
 		// is the one that stood still): the version decides.
 		api.rec.Holder, api.rec.version = "b", "999"
-		err := a.release(ctx, func() {})
-		if !errors.Is(err, errConflict) || api.rec.Holder != "b" {
+		err := a.Release(ctx, func() {})
+		if !errors.Is(err, ErrConflict) || api.rec.Holder != "b" {
 			t.Fatalf("release = %v, holder %q; want a conflict and b", err, api.rec.Holder)
 		}
 		_ = b
@@ -270,7 +270,7 @@ func TestNeverTwoValidLeaders(t *testing.T) {
 			rng := rand.New(rand.NewSource(seed))
 			c := &clock{t: time.Unix(1000, 0)}
 			api := &fakeLease{}
-			var es []*elector
+			var es []*Elector
 			for i := 0; i < 3; i++ {
 				es = append(es, newTestElector(fmt.Sprintf("agent-%d", i), api, c))
 			}
@@ -306,10 +306,10 @@ func TestNeverTwoValidLeaders(t *testing.T) {
 					other := es[(i+1+rng.Intn(len(es)-1))%len(es)]
 					api.during = func() {
 						seen := *api.rec
-						other.observe(&seen, c.now())
+						other.Observe(&seen, c.now())
 						c.advance(time.Duration(rng.Intn(3000)) * time.Millisecond)
-						if !other.leading && !c.now().Before(other.takeoverAt()) {
-							if ok, _ := other.tryAcquire(ctx); ok {
+						if !other.leading && !c.now().Before(other.TakeoverAt()) {
+							if ok, _ := other.TryAcquire(ctx); ok {
 								terms++
 							}
 						}
@@ -320,13 +320,13 @@ func TestNeverTwoValidLeaders(t *testing.T) {
 					continue
 				}
 				if e.leading {
-					_ = e.renew(ctx)
+					_ = e.Renew(ctx)
 				} else {
 					if r, err := api.Get(ctx); err == nil && rng.Intn(2) == 0 {
-						e.observe(r, c.now()) // a watch event
+						e.Observe(r, c.now()) // a watch event
 					}
-					if !c.now().Before(e.takeoverAt()) {
-						if ok, _ := e.tryAcquire(ctx); ok {
+					if !c.now().Before(e.TakeoverAt()) {
+						if ok, _ := e.TryAcquire(ctx); ok {
 							terms++
 						}
 					}

@@ -1,4 +1,4 @@
-package election
+package lease
 
 import (
 	"context"
@@ -14,14 +14,19 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// kubeLease is one coordination.k8s.io/v1 Lease, in client-go's
+// Kube is one coordination.k8s.io/v1 Lease, in client-go's
 // leaderelection record format.
-type kubeLease struct {
+type Kube struct {
 	client coordinationclient.LeaseInterface
 	name   string
 }
 
-func (k *kubeLease) Get(ctx context.Context) (*record, error) {
+// NewKube is the Lease name in the namespace client works in.
+func NewKube(client coordinationclient.LeaseInterface, name string) *Kube {
+	return &Kube{client: client, name: name}
+}
+
+func (k *Kube) Get(ctx context.Context) (*Record, error) {
 	l, err := k.client.Get(ctx, k.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -32,12 +37,12 @@ func (k *kubeLease) Get(ctx context.Context) (*record, error) {
 	return fromLease(l), nil
 }
 
-func (k *kubeLease) Create(ctx context.Context, r record) (*record, error) {
+func (k *Kube) Create(ctx context.Context, r Record) (*Record, error) {
 	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: k.name}}
 	setSpec(l, r)
 	got, err := k.client.Create(ctx, l, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("%w: %w", errConflict, err)
+		return nil, fmt.Errorf("%w: %w", ErrConflict, err)
 	}
 	if err != nil {
 		return nil, err
@@ -45,7 +50,7 @@ func (k *kubeLease) Create(ctx context.Context, r record) (*record, error) {
 	return fromLease(got), nil
 }
 
-func (k *kubeLease) Update(ctx context.Context, r record) (*record, error) {
+func (k *Kube) Update(ctx context.Context, r Record) (*Record, error) {
 	base, ok := r.obj.(*coordinationv1.Lease)
 	if !ok {
 		return nil, fmt.Errorf("lease %s: update of a record that was never read", k.name)
@@ -55,7 +60,7 @@ func (k *kubeLease) Update(ctx context.Context, r record) (*record, error) {
 	setSpec(l, r)
 	got, err := k.client.Update(ctx, l, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("%w: %w", errConflict, err)
+		return nil, fmt.Errorf("%w: %w", ErrConflict, err)
 	}
 	if err != nil {
 		return nil, err
@@ -63,12 +68,12 @@ func (k *kubeLease) Update(ctx context.Context, r record) (*record, error) {
 	return fromLease(got), nil
 }
 
-// watch reports every version of the Lease to seen, with the time it was
+// Watch reports every version of the Lease to seen, with the time it was
 // seen, until ctx ends. A (re)started watch first reads the Lease, then
 // watches from that version. Followers learn of renewals this way without
 // polling; if the watch keeps failing they still take over, just later
 // (each takeover attempt reads the Lease again).
-func (k *kubeLease) watch(ctx context.Context, backoff time.Duration, seen func(*record, time.Time), failed func(error)) {
+func (k *Kube) Watch(ctx context.Context, backoff time.Duration, seen func(*Record, time.Time), failed func(error)) {
 	for ctx.Err() == nil {
 		if err := k.watchOnce(ctx, seen); err != nil && ctx.Err() == nil {
 			failed(err)
@@ -80,7 +85,7 @@ func (k *kubeLease) watch(ctx context.Context, backoff time.Duration, seen func(
 	}
 }
 
-func (k *kubeLease) watchOnce(ctx context.Context, seen func(*record, time.Time)) error {
+func (k *Kube) watchOnce(ctx context.Context, seen func(*Record, time.Time)) error {
 	l, err := k.client.Get(ctx, k.name, metav1.GetOptions{})
 	var rv string
 	switch {
@@ -124,12 +129,12 @@ func (k *kubeLease) watchOnce(ctx context.Context, seen func(*record, time.Time)
 	}
 }
 
-func (k *kubeLease) selector() string {
+func (k *Kube) selector() string {
 	return fields.OneTermEqualSelector("metadata.name", k.name).String()
 }
 
-func fromLease(l *coordinationv1.Lease) *record {
-	r := &record{version: l.ResourceVersion, obj: l}
+func fromLease(l *coordinationv1.Lease) *Record {
+	r := &Record{version: l.ResourceVersion, obj: l}
 	s := l.Spec
 	if s.HolderIdentity != nil {
 		r.Holder = *s.HolderIdentity
@@ -149,7 +154,7 @@ func fromLease(l *coordinationv1.Lease) *record {
 	return r
 }
 
-func setSpec(l *coordinationv1.Lease, r record) {
+func setSpec(l *coordinationv1.Lease, r Record) {
 	l.Spec.HolderIdentity = ptr.To(r.Holder)
 	l.Spec.LeaseDurationSeconds = ptr.To(int32(r.Duration / time.Second))
 	l.Spec.LeaseTransitions = ptr.To(r.Transitions)
