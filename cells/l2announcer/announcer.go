@@ -2,6 +2,7 @@ package l2announcer
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"log/slog"
 	"slices"
@@ -47,10 +48,11 @@ func registerAnnouncer(p announcerParams) error {
 	if err := p.Leases.Validate(); err != nil {
 		return err
 	}
-	a := &announcer{announcerParams: p, node: p.Agent.Node(), heldChanged: make(chan struct{}, 1),
+	a := &announcer{announcerParams: p, node: p.Agent.Node(), timings: electionTimings(p.Leases),
+		heldChanged: make(chan struct{}, 1), renewed: make(chan struct{}, 1),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_l2_lease_transitions_total",
-			Help: "Announcement Leases this node acquired or released (lost, given up, or its Services gone).",
+			Help: "Announcement Leases this node acquired, lost (another node wrote the Lease) or released (its Services gone, or the agent stopping).",
 		}, []string{"node", "transition"}),
 		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "herald_l2_leases_held",
@@ -66,8 +68,12 @@ func registerAnnouncer(p announcerParams) error {
 
 type announcer struct {
 	announcerParams
-	node        string
+	node    string
+	timings tables.LeaseTimings
+	// heldChanged: a term started or ended; renewed: a term's deadline
+	// moved. Both wake the loop to sync.
 	heldChanged chan struct{}
+	renewed     chan struct{}
 	transitions *prometheus.CounterVec
 	held        *prometheus.GaugeVec
 }
@@ -79,11 +85,11 @@ func (a *announcer) run(ctx context.Context, health cell.Health) error {
 	campaigns := map[string]*campaign{}
 	var stopping []*campaign
 	defer func() { a.stopAll(campaigns, stopping) }()
-	// Renewals are checked once per retry period: a Lease that stopped
-	// being renewed is withdrawn even before client-go gives it up.
-	freshness := time.NewTicker(a.Leases.L2AnnouncementsRetryPeriod)
+	// Deadlines are checked once per retry period: a Lease that stopped
+	// being renewed is withdrawn when its deadline passes. (The responder
+	// falls silent at that deadline by itself, even if this loop is late.)
+	freshness := time.NewTicker(a.timings.RetryPeriod)
 	defer freshness.Stop()
-	health.OK("announcing")
 	var (
 		sel                                     selection
 		svcWatch, polWatch, devWatch, nodeWatch <-chan struct{}
@@ -122,6 +128,8 @@ func (a *announcer) run(ctx context.Context, health cell.Health) error {
 			}
 		}
 		a.sync(sel, campaigns)
+		lastSync := time.Now()
+		a.reportHealth(campaigns, health)
 		// Only now that their entries are gone: release the Leases (in the
 		// background; stopAll waits for them at shutdown).
 		for _, c := range leaving {
@@ -138,8 +146,35 @@ func (a *announcer) run(ctx context.Context, health cell.Health) error {
 		case <-devWatch:
 		case <-nodeWatch:
 		case <-a.heldChanged:
+		case <-a.renewed:
+			// Renewals only move deadlines forward, and arrive one per
+			// Lease and retry period: batch them, a tenth of a retry
+			// period at most, which the deadlines leave room for.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(a.timings.RetryPeriod/10 - time.Since(lastSync)):
+			}
 		}
 	}
+}
+
+// reportHealth is Degraded while Lease API calls fail: held Leases are
+// withdrawn when their deadline passes, and no Lease can be taken.
+func (a *announcer) reportHealth(campaigns map[string]*campaign, health cell.Health) {
+	failing := 0
+	var last error
+	for _, c := range campaigns {
+		if err := c.lastError(); err != nil {
+			failing++
+			last = err
+		}
+	}
+	if failing == 0 {
+		health.OK(fmt.Sprintf("announcing, %d Lease elections", len(campaigns)))
+		return
+	}
+	health.Degraded(fmt.Sprintf("%d of %d Lease elections failing", failing, len(campaigns)), last)
 }
 
 func (a *announcer) waitInitialized(ctx context.Context) error {
@@ -179,7 +214,7 @@ func (a *announcer) stopAll(campaigns map[string]*campaign, stopping []*campaign
 		c.cancel()
 		stopping = append(stopping, c)
 	}
-	deadline := time.After(a.Leases.L2AnnouncementsRenewDeadline + time.Second)
+	deadline := time.After(a.timings.RenewDeadline + time.Second)
 	for _, c := range stopping {
 		select {
 		case <-c.done:
@@ -190,13 +225,10 @@ func (a *announcer) stopAll(campaigns map[string]*campaign, stopping []*campaign
 }
 
 // sync makes l2-announce hold exactly the entries of the groups whose Lease
-// this node holds and renewed recently, and records in l2-lease-health
-// until when the ARP responder may trust that.
+// this node holds and may still answer for (electionTimings), and records
+// in l2-lease-health until when the ARP responder may trust that.
 func (a *announcer) sync(sel selection, campaigns map[string]*campaign) {
 	now := time.Now()
-	// A Lease renewed longer ago than this may already belong to another
-	// node (see FreshFor).
-	maxAge := a.Leases.FreshFor()
 	want := map[tables.L2AnnounceKey]*tables.L2AnnounceEntry{}
 	health := &tables.L2LeaseHealth{Node: a.node}
 	for lease, g := range sel {
@@ -204,7 +236,7 @@ func (a *announcer) sync(sel selection, campaigns map[string]*campaign) {
 		if c == nil {
 			continue
 		}
-		held, lastRenew := c.heldAndFresh(now, maxAge)
+		held, validUntil := c.heldAndFresh(now)
 		if c.announced != held {
 			c.announced = held
 			if held {
@@ -218,8 +250,8 @@ func (a *announcer) sync(sel selection, campaigns map[string]*campaign) {
 			want[k] = e
 		}
 		health.HeldLeases++
-		if until := lastRenew.Add(maxAge); health.FreshUntil.IsZero() || until.Before(health.FreshUntil) {
-			health.FreshUntil = until
+		if health.FreshUntil.IsZero() || validUntil.Before(health.FreshUntil) {
+			health.FreshUntil = validUntil
 		}
 	}
 	wtxn := a.DB.WriteTxn(a.Announce, a.Health)

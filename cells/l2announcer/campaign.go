@@ -5,12 +5,11 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"github.com/heraldlb/herald/cells/internal/lease"
 )
 
-// campaign is this node's participation in the election of one Lease.
+// campaign is this node's participation in the election of one Lease: a
+// goroutine runs its elector, the announcer loop reads its standing.
 type campaign struct {
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -18,21 +17,19 @@ type campaign struct {
 	// announced is what sync last saw; only the announcer loop uses it.
 	announced bool
 
-	mu        sync.Mutex
-	held      bool
-	withdrawn bool
-	lastRenew time.Time // last successful acquire or renew by this node
+	mu         sync.Mutex
+	leading    bool
+	withdrawn  bool
+	validUntil time.Time // see electionTimings
+	failing    error     // the last Lease API call failed with this
 }
 
-// heldAndFresh reports whether this node holds the Lease and renewed it
-// recently enough (within maxAge) to trust that it still does.
-func (c *campaign) heldAndFresh(now time.Time, maxAge time.Duration) (held bool, lastRenew time.Time) {
+// heldAndFresh reports whether this node holds the Lease and may still
+// answer for it at now, and until when.
+func (c *campaign) heldAndFresh(now time.Time) (held bool, validUntil time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.held || c.withdrawn || now.Sub(c.lastRenew) > maxAge {
-		return false, c.lastRenew
-	}
-	return true, c.lastRenew
+	return c.leading && !c.withdrawn && now.Before(c.validUntil), c.validUntil
 }
 
 // withdraw stops announcing before the Lease is released, so that the
@@ -43,103 +40,104 @@ func (c *campaign) withdraw() {
 	c.mu.Unlock()
 }
 
-func (c *campaign) renewed() {
+func (c *campaign) lastError() error {
 	c.mu.Lock()
-	c.lastRenew = time.Now()
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	return c.failing
+}
+
+// set publishes the elector's standing to the announcer; it reports
+// whether a term started or ended.
+func (c *campaign) set(e *lease.Elector, err error) (started, ended bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	started, ended = e.Leading() && !c.leading, !e.Leading() && c.leading
+	c.leading, c.validUntil, c.failing = e.Leading(), e.ValidUntil(), err
+	return started, ended
 }
 
 // campaign competes for a Lease until cancelled (again after losing it),
-// and releases it when cancelled.
-func (a *announcer) campaign(ctx context.Context, lease string) *campaign {
+// and releases it when cancelled. A follower reads the Lease once per retry
+// period, as client-go's elector does; the holder renews once per retry
+// period. The rules that keep two nodes from holding the Lease at once are
+// the elector's (cells/internal/lease).
+func (a *announcer) campaign(ctx context.Context, name string) *campaign {
 	cctx, cancel := context.WithCancel(ctx)
 	c := &campaign{cancel: cancel, done: make(chan struct{})}
-	notify := func() {
-		select {
-		case a.heldChanged <- struct{}{}:
-		default:
-		}
-	}
+	api := lease.NewKube(a.Kube.CoordinationV1().Leases(a.Agent.K8sNamespace), name)
+	e := lease.NewElector(name, a.node, a.timings, api, time.Now)
 	go func() {
 		defer close(c.done)
-		for cctx.Err() == nil {
-			// client-go starts OnStartedLeading in a goroutine of its own: it
-			// may run after OnStoppedLeading of the same term. stopped makes
-			// a late start a no-op.
-			stopped := false
-			le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-				Lock: &renewTracker{
-					Interface: &resourcelock.LeaseLock{
-						LeaseMeta:  metav1.ObjectMeta{Name: lease, Namespace: a.Agent.K8sNamespace},
-						Client:     a.Kube.CoordinationV1(),
-						LockConfig: resourcelock.ResourceLockConfig{Identity: a.node},
-					},
-					onRenew: c.renewed,
-				},
-				LeaseDuration:   a.Leases.L2AnnouncementsLeaseDuration,
-				RenewDeadline:   a.Leases.L2AnnouncementsRenewDeadline,
-				RetryPeriod:     a.Leases.L2AnnouncementsRetryPeriod,
-				ReleaseOnCancel: true,
-				Name:            lease,
-				Callbacks: leaderelection.LeaderCallbacks{
-					OnStartedLeading: func(lctx context.Context) {
-						c.mu.Lock()
-						if stopped || lctx.Err() != nil {
-							c.mu.Unlock()
-							return
-						}
-						c.held = true
-						c.mu.Unlock()
-						a.Log.Info("Acquired announcement lease", "lease", lease, "node", a.node)
-						a.transitions.WithLabelValues(a.node, "acquired").Inc()
-						a.held.WithLabelValues(a.node).Inc()
-						notify()
-					},
-					OnStoppedLeading: func() {
-						c.mu.Lock()
-						stopped = true
-						wasHeld := c.held
-						c.held = false
-						c.mu.Unlock()
-						if wasHeld {
-							a.Log.Info("Released announcement lease", "lease", lease, "node", a.node)
-							a.transitions.WithLabelValues(a.node, "released").Inc()
-							a.held.WithLabelValues(a.node).Dec()
-							notify()
-						}
-					},
-				},
-			})
-			if err != nil {
-				// The timings were validated at start; nothing else fails here.
-				a.Log.Error("Cannot campaign", "lease", lease, "error", err)
+		tick := time.NewTicker(a.timings.RetryPeriod)
+		defer tick.Stop()
+		for {
+			var err error
+			if e.Leading() {
+				err = e.Renew(cctx)
+			} else {
+				_, err = e.TryAcquire(cctx)
+			}
+			if cctx.Err() != nil {
+				a.release(c, e)
 				return
 			}
-			le.Run(cctx)
+			a.update(c, e, err)
+			select {
+			case <-cctx.Done():
+				a.release(c, e)
+				return
+			case <-tick.C:
+			}
 		}
 	}()
 	return c
 }
 
-// renewTracker notes every successful acquire or renew of this node: the
-// freshness of the node's announcements is measured from them.
-type renewTracker struct {
-	resourcelock.Interface
-	onRenew func()
+// update publishes one elector step, logs and counts a term's start and
+// end, and wakes the announcer when something changed that it acts on.
+func (a *announcer) update(c *campaign, e *lease.Elector, err error) {
+	started, ended := c.set(e, err)
+	switch {
+	case started:
+		a.Log.Info("Acquired announcement lease", "lease", e.State().Lease, "node", a.node, "term", e.Term())
+		a.transitions.WithLabelValues(a.node, "acquired").Inc()
+		a.held.WithLabelValues(a.node).Inc()
+	case ended:
+		a.Log.Warn("Lost announcement lease: another node wrote it", "lease", e.State().Lease, "node", a.node, "term", e.Term(), "error", err)
+		a.transitions.WithLabelValues(a.node, "lost").Inc()
+		a.held.WithLabelValues(a.node).Dec()
+	}
+	switch {
+	case started || ended:
+		a.wake(a.heldChanged)
+	case e.Leading() && err == nil:
+		a.wake(a.renewed) // the deadline moved
+	}
 }
 
-func (r *renewTracker) Create(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
-	err := r.Interface.Create(ctx, rec)
-	if err == nil && rec.HolderIdentity == r.Identity() {
-		r.onRenew()
+// release ends the term and frees the Lease, unless someone may have taken
+// it already: the elector writes only the version it wrote last, and only
+// while its term is valid.
+func (a *announcer) release(c *campaign, e *lease.Elector) {
+	wasLeading, term := e.Leading(), e.Term()
+	ctx, cancel := context.WithTimeout(context.Background(), a.timings.RenewDeadline)
+	defer cancel()
+	err := e.Release(ctx, func() { c.set(e, nil) })
+	if !wasLeading {
+		return
 	}
-	return err
+	a.transitions.WithLabelValues(a.node, "released").Inc()
+	a.held.WithLabelValues(a.node).Dec()
+	if err != nil {
+		a.Log.Warn("Could not release announcement lease; the others take over when it expires", "lease", e.State().Lease, "term", term, "error", err)
+		return
+	}
+	a.Log.Info("Released announcement lease", "lease", e.State().Lease, "node", a.node, "term", term)
 }
 
-func (r *renewTracker) Update(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
-	err := r.Interface.Update(ctx, rec)
-	if err == nil && rec.HolderIdentity == r.Identity() {
-		r.onRenew()
+func (a *announcer) wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
-	return err
 }

@@ -76,22 +76,38 @@ func registerResponder(p params) error {
 	})
 
 	// The heartbeat is a deadline: the program answers until the moment
-	// this node's stalest Lease could have passed to another node (its last
-	// renewal plus the lease duration, minus a retry period of margin). It is
-	// pushed forward as renewals succeed; after a freeze, or when renewals
-	// fail, it runs out and the program falls silent, even before the agent
-	// itself notices it lost its Leases.
+	// this node's stalest Lease could have passed to another node (the
+	// l2-announcer cell's deadline, from the send time of its last
+	// renewal). It is pushed forward as soon as the announcer publishes a
+	// later one; after a freeze, or when renewals fail, it runs out and the
+	// program falls silent, even before the agent itself notices it lost
+	// its Leases.
 	interval := max(p.Leases.L2AnnouncementsRetryPeriod, 50*time.Millisecond)
-	p.Jobs.Add(job.Timer("heartbeat", func(context.Context) error {
-		lh, _, ok := p.Health.Get(p.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query(p.Agent.Node()))
-		if !ok || lh.HeldLeases == 0 {
-			return h.get().Heartbeat(p.Leases.L2AnnouncementsLeaseDuration) // nothing to answer for
+	p.Jobs.Add(job.OneShot("heartbeat", func(ctx context.Context, health cell.Health) error {
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			lh, _, changed, ok := p.Health.GetWatch(p.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query(p.Agent.Node()))
+			var err error
+			switch {
+			case !ok || lh.HeldLeases == 0:
+				err = h.get().Heartbeat(p.Leases.L2AnnouncementsLeaseDuration) // nothing to answer for
+			case time.Until(lh.FreshUntil) > 0:
+				err = h.get().Heartbeat(time.Until(lh.FreshUntil))
+			}
+			if err != nil {
+				health.Degraded("cannot refresh the heartbeat", err)
+			} else {
+				health.OK("heartbeat refreshed")
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-changed:
+			case <-tick.C:
+			}
 		}
-		if left := time.Until(lh.FreshUntil); left > 0 {
-			return h.get().Heartbeat(left)
-		}
-		return nil
-	}, interval))
+	}))
 
 	m := newMetrics(h, p.Agent.Node())
 	if p.Metrics != nil {

@@ -36,14 +36,6 @@ func (def L2Leases) Flags(flags *pflag.FlagSet) {
 // compare them: a follower may see a renewal up to this much late.
 const LeaseTimeResolution = time.Second
 
-// FreshFor is how long after its last renewal this node may trust it still
-// holds a Lease: another node can take it once it saw no renewal for a
-// lease duration, and it may see renewals up to LeaseTimeResolution late;
-// one retry period more is kept as margin.
-func (c L2Leases) FreshFor() time.Duration {
-	return c.effectiveDuration() - LeaseTimeResolution - c.L2AnnouncementsRetryPeriod
-}
-
 // effectiveDuration is the lease duration as the Lease records it, in whole
 // seconds (leaseDurationSeconds): what other nodes go by.
 func (c L2Leases) effectiveDuration() time.Duration {
@@ -52,8 +44,9 @@ func (c L2Leases) effectiveDuration() time.Duration {
 
 // Validate applies the spec's rules, and one more: the lease duration must
 // exceed 1s plus two retry periods, so that a holder's renewals (one per
-// retry period) keep FreshFor ahead of them. Shorter leases were measured
-// to let two nodes answer for the same IP during handovers.
+// retry period) stay within what a node may trust (see the l2-announcer
+// cell). Shorter leases were measured to let two nodes answer for the same
+// IP during handovers.
 func (c L2Leases) Validate() error {
 	d, r, p := c.L2AnnouncementsLeaseDuration, c.L2AnnouncementsRenewDeadline, c.L2AnnouncementsRetryPeriod
 	switch {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -281,4 +282,81 @@ func (c *arpClient) startProber(ip netip.Addr, interval time.Duration) (stop fun
 		})
 		return err
 	}
+}
+
+// isReplyToClient reports whether f is an ARP reply for vip to the
+// client's requests (not a gratuitous announcement).
+func isReplyToClient(f arpFrame, vip netip.Addr) bool {
+	return f.op == arpReply && f.spa == vip && !f.gratuitous(vip) &&
+		f.tpa == client.ip && slices.Equal(f.tha, client.mac)
+}
+
+// markedProber asks who has vip every interval, like startProber, and
+// notes the capture position at each request: the capture does not see the
+// client's own frames, so these marks delimit the request windows.
+type markedProber struct {
+	quit  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+	marks []int
+	err   error
+}
+
+func startMarkedProber(vip netip.Addr, interval time.Duration) *markedProber {
+	p := &markedProber{quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			mark := client.mark()
+			if err := client.request(vip); err != nil {
+				p.err = err
+				return
+			}
+			p.marks = append(p.marks, mark)
+			select {
+			case <-p.quit:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return p
+}
+
+// stop stops asking and returns the capture position of each request.
+func (p *markedProber) stop() ([]int, error) {
+	p.once.Do(func() { close(p.quit) })
+	<-p.done
+	return p.marks, p.err
+}
+
+// doubleAnswers splits the capture into request windows, each from the
+// capture position of one request for vip to that of the next (the last
+// one to the end), puts every reply in its window and counts the windows
+// with replies from more than one MAC, described in doubles. Windows go by
+// capture order, so a reply can not fall into the window of a request sent
+// before it.
+func doubleAnswers(frames []arpFrame, vip netip.Addr, marks []int) (windows int, doubles []string) {
+	macs := make([][]string, len(marks)) // distinct MACs replying, by window
+	for _, f := range frames {
+		if !isReplyToClient(f, vip) {
+			continue
+		}
+		// The last request captured at or before f.
+		w := sort.Search(len(marks), func(i int) bool { return marks[i] > f.seq }) - 1
+		if w < 0 {
+			continue // answers a request of before the trial
+		}
+		if m := f.sha.String(); !slices.Contains(macs[w], m) {
+			macs[w] = append(macs[w], m)
+		}
+	}
+	for w, ms := range macs {
+		if len(ms) > 1 {
+			doubles = append(doubles, fmt.Sprintf("double answer: request %d answered by %v", w+1, ms))
+		}
+	}
+	return len(marks), doubles
 }

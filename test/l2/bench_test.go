@@ -484,54 +484,6 @@ func waitSingleOwner(b *testing.B, vip netip.Addr, lease string) *node {
 	return owner
 }
 
-// isReplyToClient reports whether f is an ARP reply for vip to the
-// client's requests (not a gratuitous announcement).
-func isReplyToClient(f arpFrame, vip netip.Addr) bool {
-	return f.op == arpReply && f.spa == vip && !f.gratuitous(vip) &&
-		f.tpa == client.ip && slices.Equal(f.tha, client.mac)
-}
-
-// markedProber asks who has vip every interval, like startProber, and
-// notes the capture position at each request: the capture does not see the
-// client's own frames, so these marks delimit the request windows.
-type markedProber struct {
-	quit  chan struct{}
-	done  chan struct{}
-	once  sync.Once
-	marks []int
-	err   error
-}
-
-func startMarkedProber(vip netip.Addr, interval time.Duration) *markedProber {
-	p := &markedProber{quit: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for {
-			mark := client.mark()
-			if err := client.request(vip); err != nil {
-				p.err = err
-				return
-			}
-			p.marks = append(p.marks, mark)
-			select {
-			case <-p.quit:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return p
-}
-
-// stop stops asking and returns the capture position of each request.
-func (p *markedProber) stop() ([]int, error) {
-	p.once.Do(func() { close(p.quit) })
-	<-p.done
-	return p.marks, p.err
-}
-
 // leaseLogLines returns the lines of the agents' logs since marks that
 // mention the Lease.
 func leaseLogLines(marks map[*node]agentproc.LogMark, lease string) string {
@@ -611,38 +563,13 @@ func runFailoverTrial(b *testing.B, vip netip.Addr, lease string, owner *node, l
 		r.silence = t1.Sub(lastOld)
 	}
 	r.requests = len(marks)
-	r.windows, r.doubles = doubleAnswers(b, frames, vip, marks)
+	var doubles []string
+	r.windows, doubles = doubleAnswers(frames, vip, marks)
+	for _, d := range doubles {
+		say(b, "%s", d)
+	}
+	r.doubles = len(doubles)
 	return r
-}
-
-// doubleAnswers splits the capture into request windows, each from the
-// capture position of one request for vip to that of the next (the last
-// one to the end), puts every reply in its window and counts the windows
-// with replies from more than one MAC. Windows go by capture order, so a
-// reply can not fall into the window of a request sent before it.
-func doubleAnswers(b *testing.B, frames []arpFrame, vip netip.Addr, marks []int) (windows, doubles int) {
-	b.Helper()
-	macs := make([][]string, len(marks)) // distinct MACs replying, by window
-	for _, f := range frames {
-		if !isReplyToClient(f, vip) {
-			continue
-		}
-		// The last request captured at or before f.
-		w := sort.Search(len(marks), func(i int) bool { return marks[i] > f.seq }) - 1
-		if w < 0 {
-			continue // answers a request of before the trial
-		}
-		if m := f.sha.String(); !slices.Contains(macs[w], m) {
-			macs[w] = append(macs[w], m)
-		}
-	}
-	for w, ms := range macs {
-		if len(ms) > 1 {
-			doubles++
-			say(b, "double answer: request %d of the trial answered by %v", w+1, ms)
-		}
-	}
-	return len(marks), doubles
 }
 
 func reportFailover(b *testing.B, lt leaseTimings, results []failoverTrial) {

@@ -526,19 +526,6 @@ func arping(t testing.TB, vip netip.Addr, count int) []string {
 	return macs
 }
 
-// ipamLeader returns the holder of the LB IPAM Lease ("" if none).
-func ipamLeader(t testing.TB) string {
-	t.Helper()
-	l, err := kube.CoordinationV1().Leases(leaseNS).Get(context.Background(), "herald-lb-ipam", metav1.GetOptions{})
-	if err != nil {
-		if !apierrors.IsNotFound(err) {
-			t.Fatal(err)
-		}
-		return ""
-	}
-	return holderOf(l)
-}
-
 // ---------------------------------------------------------------------------
 // Agent state
 // ---------------------------------------------------------------------------
