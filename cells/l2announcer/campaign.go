@@ -47,13 +47,15 @@ func (c *campaign) lastError() error {
 }
 
 // set publishes the elector's standing to the announcer; it reports
-// whether a term started or ended.
-func (c *campaign) set(e *lease.Elector, err error) (started, ended bool) {
+// whether a term started or ended, and whether API calls started or
+// stopped failing.
+func (c *campaign) set(e *lease.Elector, err error) (started, ended, failing, recovered bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	started, ended = e.Leading() && !c.leading, !e.Leading() && c.leading
+	failing, recovered = err != nil && c.failing == nil, err == nil && c.failing != nil
 	c.leading, c.validUntil, c.failing = e.Leading(), e.ValidUntil(), err
-	return started, ended
+	return started, ended, failing, recovered
 }
 
 // campaign competes for a Lease until cancelled (again after losing it),
@@ -96,14 +98,24 @@ func (a *announcer) campaign(ctx context.Context, name string) *campaign {
 // update publishes one elector step, logs and counts a term's start and
 // end, and wakes the announcer when something changed that it acts on.
 func (a *announcer) update(c *campaign, e *lease.Elector, err error) {
-	started, ended := c.set(e, err)
+	started, ended, failing, recovered := c.set(e, err)
+	name := e.State().Lease
+	switch {
+	case ended:
+		// Logged below.
+	case failing:
+		// Once per streak; the announcer's health counts the failing ones.
+		a.Log.Warn("Announcement lease API call failed; this node answers until its deadline, then waits", "lease", name, "node", a.node, "error", err)
+	case recovered:
+		a.Log.Info("Announcement lease API calls succeed again", "lease", name, "node", a.node)
+	}
 	switch {
 	case started:
-		a.Log.Info("Acquired announcement lease", "lease", e.State().Lease, "node", a.node, "term", e.Term())
+		a.Log.Info("Acquired announcement lease", "lease", name, "node", a.node, "term", e.Term())
 		a.transitions.WithLabelValues(a.node, "acquired").Inc()
 		a.held.WithLabelValues(a.node).Inc()
 	case ended:
-		a.Log.Warn("Lost announcement lease: another node wrote it", "lease", e.State().Lease, "node", a.node, "term", e.Term(), "error", err)
+		a.Log.Warn("Lost announcement lease: another node wrote it", "lease", name, "node", a.node, "term", e.Term(), "error", err)
 		a.transitions.WithLabelValues(a.node, "lost").Inc()
 		a.held.WithLabelValues(a.node).Dec()
 	}
@@ -122,7 +134,7 @@ func (a *announcer) release(c *campaign, e *lease.Elector) {
 	wasLeading, term := e.Leading(), e.Term()
 	ctx, cancel := context.WithTimeout(context.Background(), a.timings.RenewDeadline)
 	defer cancel()
-	err := e.Release(ctx, func() { c.set(e, nil) })
+	err := e.Release(ctx, func() { _, _, _, _ = c.set(e, nil) })
 	if !wasLeading {
 		return
 	}

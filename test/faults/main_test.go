@@ -16,9 +16,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,6 +30,7 @@ import (
 	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/cluster"
 	"github.com/heraldlb/herald/test/netlab"
+	"github.com/heraldlb/herald/test/suite"
 )
 
 const (
@@ -74,36 +73,23 @@ func run(m *testing.M) int {
 	}
 	defer unlock()
 
-	var teardown []func()
-	cleanup := func() {
-		for i := len(teardown) - 1; i >= 0; i-- {
-			teardown[i]()
-		}
-		teardown = nil
-	}
-	defer cleanup()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		<-sigs
-		cleanup()
-		os.Exit(1)
-	}()
+	teardown := suite.NewTeardown("faults")
+	defer teardown.Run()
 
 	work, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "faults:", err)
 		return 1
 	}
-	teardown = append(teardown, func() { _ = os.RemoveAll(work) })
-	if err := setup(work, &teardown); err != nil {
+	teardown.Add(func() { _ = os.RemoveAll(work) })
+	if err := setup(work, teardown); err != nil {
 		fmt.Fprintln(os.Stderr, "faults:", err)
 		return 1
 	}
 	return m.Run()
 }
 
-func setup(work string, teardown *[]func()) error {
+func setup(work string, teardown *suite.Teardown) error {
 	agentBin, dbgBin, err := agentproc.Build(cluster.RepoRoot(), filepath.Join(work, "bin"))
 	if err != nil {
 		return err
@@ -111,7 +97,7 @@ func setup(work string, teardown *[]func()) error {
 	if lan, err = netlab.New(prefix, subnet); err != nil {
 		return err
 	}
-	*teardown = append(*teardown, func() {
+	teardown.Add(func() {
 		for _, err := range lan.Teardown() {
 			fmt.Fprintln(os.Stderr, "faults:", err)
 		}
@@ -125,7 +111,7 @@ func setup(work string, teardown *[]func()) error {
 	if err != nil {
 		return err
 	}
-	*teardown = append(*teardown, c.Stop)
+	teardown.Add(c.Stop)
 	testCluster, kube = c, c.Client
 	if herald, err = versioned.NewForConfig(c.RESTConfig); err != nil {
 		return err
@@ -146,7 +132,7 @@ func setup(work string, teardown *[]func()) error {
 		return fmt.Errorf("creating pool: %w", err)
 	}
 
-	*teardown = append(*teardown, func() {
+	teardown.Add(func() {
 		for _, a := range agents {
 			if err := a.Stop(); err != nil {
 				fmt.Fprintln(os.Stderr, "faults:", err)

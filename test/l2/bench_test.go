@@ -36,7 +36,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -947,11 +946,12 @@ type logCounts struct {
 	// client-go's "Waited before sending request ... client-side
 	// throttling": logged only for a wait over 1 s, at most every 10 s.
 	throttled map[string]int
-	// client-go's leader election: "failed to renew lease" (the node stops
-	// leading) and "Failed to release lock".
+	// The announcer's "Announcement lease API call failed" (a renewal or a
+	// read failed; once per streak and Lease) and "Could not release
+	// announcement lease".
 	renewFailed, releaseFailed map[string]int
-	// The announcer's "Released announcement lease": the node stopped
-	// announcing a VIP it held.
+	// The announcer's "Lost announcement lease": another node wrote a
+	// Lease this node held.
 	lost map[string]int
 }
 
@@ -966,9 +966,9 @@ func countLogs(marks map[*node]agentproc.LogMark) logCounts {
 	for _, n := range nodes {
 		logs := n.LogsSince(marks[n])
 		c.throttled[n.Name] = strings.Count(logs, "client-side throttling")
-		c.renewFailed[n.Name] = strings.Count(logs, "failed to renew lease")
-		c.releaseFailed[n.Name] = strings.Count(logs, "Failed to release lock")
-		c.lost[n.Name] = strings.Count(logs, "Released announcement lease")
+		c.renewFailed[n.Name] = strings.Count(logs, "Announcement lease API call failed")
+		c.releaseFailed[n.Name] = strings.Count(logs, "Could not release announcement lease")
+		c.lost[n.Name] = strings.Count(logs, "Lost announcement lease")
 	}
 	return c
 }
@@ -1092,45 +1092,18 @@ func measureLeaseLoad(b *testing.B, lt leaseTimings, services, held int, window 
 	return r
 }
 
-var labelRE = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
-
-// scrapeLeaseRequests reads the API server's apiserver_request_total for
-// resource leases, summed by "VERB code".
+// scrapeLeaseRequests reads the API server's request counts for resource
+// leases, by "VERB code".
 func scrapeLeaseRequests(ctx context.Context) (map[string]float64, error) {
-	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	counts, err := testCluster.RequestCounts(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("scraping the API server's /metrics: %w", err)
+		return nil, err
 	}
 	out := map[string]float64{}
-	found := false
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
+	for k, v := range counts {
+		if k.Resource == "leases" && k.Subresource == "" {
+			out[k.Verb+" "+k.Code] += v
 		}
-		found = true
-		end := strings.LastIndexByte(line, '}')
-		if end < 0 {
-			continue
-		}
-		labels := map[string]string{}
-		for _, m := range labelRE.FindAllStringSubmatch(line[:end], -1) {
-			labels[m[1]] = m[2]
-		}
-		if labels["resource"] != "leases" || labels["subresource"] != "" {
-			continue
-		}
-		fields := strings.Fields(line[end+1:])
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			return nil, fmt.Errorf("parsing %q: %w", line, err)
-		}
-		out[labels["verb"]+" "+labels["code"]] += v
-	}
-	if !found {
-		return nil, fmt.Errorf("no apiserver_request_total in the API server's /metrics")
 	}
 	return out, nil
 }

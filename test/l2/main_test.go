@@ -31,11 +31,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -49,6 +46,7 @@ import (
 	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/cluster"
 	"github.com/heraldlb/herald/test/netlab"
+	"github.com/heraldlb/herald/test/suite"
 )
 
 // timeout bounds every wait. It is generous on purpose: tests check
@@ -85,28 +83,12 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
-var (
-	teardownMu    sync.Mutex
-	teardownSteps []func()
-)
+// teardown is the suite's cleanup, run at the end or on SIGINT/SIGTERM;
+// run sets it up first.
+var teardown *suite.Teardown
 
 // atTeardown registers a cleanup step; steps run in reverse order.
-func atTeardown(f func()) {
-	teardownMu.Lock()
-	defer teardownMu.Unlock()
-	teardownSteps = append(teardownSteps, f)
-}
-
-// teardown runs the steps once (from the end of run, or from the signal
-// handler).
-func teardown() {
-	teardownMu.Lock()
-	defer teardownMu.Unlock()
-	for i := len(teardownSteps) - 1; i >= 0; i-- {
-		teardownSteps[i]()
-	}
-	teardownSteps = nil
-}
+func atTeardown(f func()) { teardown.Add(f) }
 
 func run(m *testing.M) int {
 	root := cluster.RepoRoot()
@@ -131,16 +113,8 @@ func run(m *testing.M) int {
 	defer unlock()
 	cleanupLeftovers()
 
-	// Interrupted (Ctrl-C): clean up all the same.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		sig := <-sigs
-		fmt.Fprintf(os.Stderr, "l2: %v: cleaning up\n", sig)
-		teardown()
-		os.Exit(1)
-	}()
-	defer teardown()
+	teardown = suite.NewTeardown("l2")
+	defer teardown.Run()
 
 	workDir, err = os.MkdirTemp("", prefix)
 	if err != nil {

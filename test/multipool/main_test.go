@@ -19,11 +19,9 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,6 +36,7 @@ import (
 	"github.com/heraldlb/herald/test/cnitest"
 	"github.com/heraldlb/herald/test/ipamwatch"
 	"github.com/heraldlb/herald/test/netlab"
+	"github.com/heraldlb/herald/test/suite"
 )
 
 const (
@@ -100,27 +99,14 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer unlock()
-	var teardown []func()
-	cleanup := func() {
-		for i := len(teardown) - 1; i >= 0; i-- {
-			teardown[i]()
-		}
-		teardown = nil
-	}
-	defer cleanup()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		<-sigs
-		cleanup()
-		os.Exit(1)
-	}()
+	teardown := suite.NewTeardown("multipool")
+	defer teardown.Run()
 	if work, err = os.MkdirTemp("", prefix); err != nil {
 		fmt.Fprintln(os.Stderr, "multipool:", err)
 		return 1
 	}
-	teardown = append(teardown, func() { _ = os.RemoveAll(work) })
-	if err := setup(&teardown); err != nil {
+	teardown.Add(func() { _ = os.RemoveAll(work) })
+	if err := setup(teardown); err != nil {
 		fmt.Fprintln(os.Stderr, "multipool:", err)
 		return 1
 	}
@@ -134,7 +120,7 @@ func run(m *testing.M) int {
 	return code
 }
 
-func setup(teardown *[]func()) error {
+func setup(teardown *suite.Teardown) error {
 	if _, err := cnitest.RequirePlugins(); err != nil {
 		return err
 	}
@@ -147,11 +133,11 @@ func setup(teardown *[]func()) error {
 		return err
 	}
 	cnitest.CleanupNetns(podPrefix)
-	*teardown = append(*teardown, func() { cnitest.CleanupNetns(podPrefix) })
+	teardown.Add(func() { cnitest.CleanupNetns(podPrefix) })
 	if lan, err = netlab.New(prefix, subnet); err != nil {
 		return err
 	}
-	*teardown = append(*teardown, func() {
+	teardown.Add(func() {
 		for _, err := range lan.Teardown() {
 			fmt.Fprintln(os.Stderr, "multipool:", err)
 		}
@@ -173,7 +159,7 @@ func setup(teardown *[]func()) error {
 	if err != nil {
 		return err
 	}
-	*teardown = append(*teardown, c.Stop)
+	teardown.Add(c.Stop)
 	testCluster, kube = c, c.Client
 	if herald, err = versioned.NewForConfig(c.RESTConfig); err != nil {
 		return err
@@ -202,7 +188,7 @@ func setup(teardown *[]func()) error {
 		}
 	}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
-	*teardown = append(*teardown, stopWatch)
+	teardown.Add(stopWatch)
 	if suiteWatch, err = ipamwatch.Start(watchCtx, herald); err != nil {
 		return err
 	}
@@ -210,7 +196,7 @@ func setup(teardown *[]func()) error {
 		return err
 	}
 
-	*teardown = append(*teardown, func() {
+	teardown.Add(func() {
 		for _, n := range nodes {
 			if err := n.agent.Stop(); err != nil {
 				fmt.Fprintln(os.Stderr, "multipool:", err)
