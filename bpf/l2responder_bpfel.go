@@ -32,6 +32,13 @@ type l2responderL2ResponderKey struct {
 	Ifindex uint32
 }
 
+type l2responderL2ResponderKey6 struct {
+	_       structs.HostLayout
+	Ip6     [16]uint8
+	Ifindex uint32
+	Pad     uint32
+}
+
 // loadL2responder returns the embedded CollectionSpec for l2responder.
 func loadL2responder() (*ebpf.CollectionSpec, error) {
 	reader := bytes.NewReader(_L2responderBytes)
@@ -84,6 +91,7 @@ type l2responderProgramSpecs struct {
 type l2responderMapSpecs struct {
 	L2ResponderConfig *ebpf.MapSpec `ebpf:"l2_responder_config"`
 	L2ResponderV4     *ebpf.MapSpec `ebpf:"l2_responder_v4"`
+	L2ResponderV6     *ebpf.MapSpec `ebpf:"l2_responder_v6"`
 }
 
 // l2responderVariableSpecs contains global variables before they are loaded into the kernel.
@@ -114,12 +122,14 @@ func (o *l2responderObjects) Close() error {
 type l2responderMaps struct {
 	L2ResponderConfig *ebpf.Map `ebpf:"l2_responder_config"`
 	L2ResponderV4     *ebpf.Map `ebpf:"l2_responder_v4"`
+	L2ResponderV6     *ebpf.Map `ebpf:"l2_responder_v6"`
 }
 
 func (m *l2responderMaps) Close() error {
 	return _L2responderClose(
 		m.L2ResponderConfig,
 		m.L2ResponderV4,
+		m.L2ResponderV6,
 	)
 }
 

@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -30,7 +31,17 @@ func ReadPinned(pinDir string) (*Pinned, error) {
 		return nil, fmt.Errorf("bpf: opening %s: %w", filepath.Join(pinDir, MapResponderV4), err)
 	}
 	defer v4.Close()
-	entries, err := entriesOf(v4)
+	// An agent of before IPv6 support pinned no l2_responder_v6.
+	v6, err := ebpf.LoadPinnedMap(filepath.Join(pinDir, MapResponderV6), ro)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		v6 = nil
+	case err != nil:
+		return nil, fmt.Errorf("bpf: opening %s: %w", filepath.Join(pinDir, MapResponderV6), err)
+	default:
+		defer v6.Close()
+	}
+	entries, err := entriesOf(v4, v6)
 	if err != nil {
 		return nil, err
 	}

@@ -103,7 +103,7 @@ func TestProgram(t *testing.T) {
 			}
 			sent := func() uint64 {
 				t.Helper()
-				key, _ := makeKey(vipIP, testRunIfindex)
+				key := key4(t, r, vipIP, testRunIfindex)
 				var v l2responderL2ResponderEntry
 				if err := r.v4.Lookup(&key, &v); err != nil {
 					t.Fatal(err)
@@ -163,42 +163,243 @@ func TestProgram(t *testing.T) {
 }
 
 // BenchmarkProgram measures the programs alone with BPF_PROG_TEST_RUN, in
-// kernel time per run: "answer" rewrites a request into the reply, "pass"
-// is what every other packet on the interface pays (an IPv4 frame).
+// kernel time per run: "answer" rewrites an ARP request into the reply,
+// "answer-ns" a Neighbor Solicitation into the advertisement, "pass" is
+// what every other packet on the interface pays (an IPv4 frame), "pass-ipv6"
+// an IPv6 frame that is no solicitation (a TCP segment).
 func BenchmarkProgram(b *testing.B) {
 	ipv4 := append(append(append([]byte{}, bcast...), reqMAC...), 0x08, 0x00)
 	ipv4 = append(ipv4, make([]byte, 1486)...)
 	for _, mode := range []Mode{ModeXDP, ModeTCX} {
 		r := loadT(b, mode, "")
-		if _, err := r.Upsert(vipIP, testRunIfindex, answerAs); err != nil {
-			b.Fatal(err)
+		for _, vip := range []netip.Addr{vipIP, vipIP6} {
+			if _, err := r.Upsert(vip, testRunIfindex, answerAs); err != nil {
+				b.Fatal(err)
+			}
 		}
 		if err := r.Heartbeat(time.Hour); err != nil {
 			b.Fatal(err)
 		}
-		b.Run(string(mode)+"/answer", func(b *testing.B) {
-			// The frame is rewritten in place, so every run needs a
-			// fresh request: one test run per request.
-			in := request(vipIP)
-			var total time.Duration
-			for range b.N {
-				_, d, err := r.prog.Benchmark(in, 1, nil)
+		group, groupMAC := solicitedNode(vipIP6)
+		ns := ipv6Frame(groupMAC, reqMAC, reqIP6, group, 255, nsMessage(0, vipIP6, sllaOption(reqMAC)))
+		for name, in := range map[string][]byte{"answer": request(vipIP), "answer-ns": ns} {
+			b.Run(string(mode)+"/"+name, func(b *testing.B) {
+				// The frame is rewritten in place, so every run needs a
+				// fresh request: one test run per request.
+				var total time.Duration
+				for range b.N {
+					_, d, err := r.prog.Benchmark(in, 1, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					total += d
+				}
+				b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "prog-ns/op")
+			})
+		}
+		tcp := ipv6Frame(answerAs, reqMAC, reqIP6, vipIP6, 64, make([]byte, 1440))
+		tcp[20] = 6 // next header: TCP
+		for name, in := range map[string][]byte{"pass": ipv4, "pass-ipv6": tcp} {
+			b.Run(string(mode)+"/"+name, func(b *testing.B) {
+				ret, d, err := r.prog.Benchmark(in, b.N, b.ResetTimer)
 				if err != nil {
 					b.Fatal(err)
 				}
-				total += d
+				if ret != xdpPass && ret != tcActOK {
+					b.Fatalf("returned %d", ret)
+				}
+				b.ReportMetric(float64(d.Nanoseconds()), "prog-ns/op")
+			})
+		}
+	}
+}
+
+// IPv6 neighbour discovery: the solicitations a host sends, and the
+// advertisement RFC 4861 wants back, built here independently of the C code.
+var (
+	reqIP6 = netip.MustParseAddr("fd00:18::2")
+	vipIP6 = netip.MustParseAddr("fd00:18::c8")
+)
+
+// solicitedNode is the solicited-node multicast address of ip and its MAC.
+func solicitedNode(ip netip.Addr) (netip.Addr, net.HardwareAddr) {
+	a := ip.As16()
+	g := netip.AddrFrom16([16]byte{0xff, 0x02, 10: 0, 11: 0x01, 12: 0xff, 13: a[13], 14: a[14], 15: a[15]})
+	return g, net.HardwareAddr{0x33, 0x33, 0xff, a[13], a[14], a[15]}
+}
+
+// icmp6Checksum is the ICMPv6 checksum of msg (its checksum field zero)
+// from src to dst (RFC 8200 8.1).
+func icmp6Checksum(src, dst netip.Addr, msg []byte) uint16 {
+	var pseudo []byte
+	pseudo = append(pseudo, src.AsSlice()...)
+	pseudo = append(pseudo, dst.AsSlice()...)
+	pseudo = binary.BigEndian.AppendUint32(pseudo, uint32(len(msg)))
+	pseudo = append(pseudo, 0, 0, 0, 58)
+	var sum uint32
+	for _, b := range [][]byte{pseudo, msg} {
+		for i := 0; i < len(b); i += 2 {
+			w := uint32(b[i]) << 8
+			if i+1 < len(b) {
+				w |= uint32(b[i+1])
 			}
-			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "prog-ns/op")
-		})
-		b.Run(string(mode)+"/pass", func(b *testing.B) {
-			ret, d, err := r.prog.Benchmark(ipv4, b.N, b.ResetTimer)
-			if err != nil {
-				b.Fatal(err)
+			sum += w
+		}
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}
+
+// ipv6Frame is Ethernet + IPv6 (no extension headers) + an ICMPv6 message
+// whose checksum it fills in.
+func ipv6Frame(ethDst, ethSrc net.HardwareAddr, src, dst netip.Addr, hopLimit uint8, msg []byte) []byte {
+	msg = bytes.Clone(msg)
+	binary.BigEndian.PutUint16(msg[2:4], icmp6Checksum(src, dst, msg))
+	b := append(append([]byte{}, ethDst...), ethSrc...)
+	b = binary.BigEndian.AppendUint16(b, 0x86dd)
+	b = binary.BigEndian.AppendUint32(b, 6<<28)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(msg)))
+	b = append(b, 58, hopLimit)
+	b = append(b, src.AsSlice()...)
+	b = append(b, dst.AsSlice()...)
+	return append(b, msg...)
+}
+
+// nsMessage is an ICMPv6 Neighbor Solicitation for target, with options.
+func nsMessage(code uint8, target netip.Addr, options ...[]byte) []byte {
+	m := []byte{135, code, 0, 0, 0, 0, 0, 0}
+	m = append(m, target.AsSlice()...)
+	for _, o := range options {
+		m = append(m, o...)
+	}
+	return m
+}
+
+func sllaOption(mac net.HardwareAddr) []byte { return append([]byte{1, 1}, mac...) }
+
+var nonceOption = []byte{14, 1, 1, 2, 3, 4, 5, 6}
+
+// wantNA is the advertisement for vipIP6 with answerAs, to dst at ethDst.
+func wantNA(ethDst net.HardwareAddr, dst netip.Addr, solicited bool) []byte {
+	flags := uint32(0x20000000) // override
+	if solicited {
+		flags |= 0x40000000
+	}
+	m := []byte{136, 0, 0, 0}
+	m = binary.BigEndian.AppendUint32(m, flags)
+	m = append(m, vipIP6.AsSlice()...)
+	m = append(m, 2, 1)
+	m = append(m, answerAs...)
+	return ipv6Frame(ethDst, answerAs, vipIP6, dst, 255, m)
+}
+
+func TestProgramNDP(t *testing.T) {
+	group, groupMAC := solicitedNode(vipIP6)
+	allNodes := netip.MustParseAddr("ff02::1")
+	allNodesMAC := net.HardwareAddr{0x33, 0x33, 0, 0, 0, 1}
+	// The usual solicitation: to the solicited-node group, with the
+	// sender's link-layer address (86 bytes, the advertisement's size).
+	multicast := ipv6Frame(groupMAC, reqMAC, reqIP6, group, 255, nsMessage(0, vipIP6, sllaOption(reqMAC)))
+	answered := wantNA(reqMAC, reqIP6, true)
+
+	for _, mode := range []Mode{ModeXDP, ModeTCX} {
+		t.Run(string(mode), func(t *testing.T) {
+			r := loadT(t, mode, "")
+			answer, pass := uint32(xdpTX), uint32(xdpPass)
+			if mode == ModeTCX {
+				answer, pass = tcRedir, tcActOK
 			}
-			if ret != xdpPass && ret != tcActOK {
-				b.Fatalf("returned %d", ret)
+			run := func(in []byte) (uint32, []byte) {
+				t.Helper()
+				opts := &ebpf.RunOptions{Data: in, DataOut: make([]byte, len(in)+256)}
+				ret, err := r.prog.Run(opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ret, opts.DataOut
 			}
-			b.ReportMetric(float64(d.Nanoseconds()), "prog-ns/op")
+			expectAnswer := func(name string, in, want []byte) {
+				t.Helper()
+				ret, out := run(in)
+				if ret != answer || !bytes.Equal(out, want) {
+					t.Fatalf("%s: returned %d with\n% x\nwant %d with\n% x", name, ret, out, answer, want)
+				}
+			}
+			expectPass := func(name string, in []byte) {
+				t.Helper()
+				ret, out := run(in)
+				if ret != pass || !bytes.Equal(out, in) {
+					t.Fatalf("%s: returned %d with % x, want %d and the frame untouched", name, ret, out, pass)
+				}
+			}
+			sent := func() uint64 {
+				t.Helper()
+				m, key, err := r.mapKey(vipIP6, testRunIfindex)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var v l2responderL2ResponderEntry
+				if err := m.Lookup(key, &v); err != nil {
+					t.Fatal(err)
+				}
+				return v.ResponsesSent
+			}
+
+			if _, err := r.Upsert(vipIP6, testRunIfindex, answerAs); err != nil {
+				t.Fatal(err)
+			}
+			expectPass("no heartbeat yet", multicast)
+			if err := r.Heartbeat(time.Hour); err != nil {
+				t.Fatal(err)
+			}
+
+			expectAnswer("to the solicited-node group", multicast, answered)
+			// Unicast (reachability confirmation), often without options:
+			// the frame grows to the advertisement's size.
+			expectAnswer("unicast, no options",
+				ipv6Frame(answerAs, reqMAC, reqIP6, vipIP6, 255, nsMessage(0, vipIP6)), answered)
+			// With a nonce (as Linux sends for DAD and sometimes otherwise):
+			// the frame shrinks.
+			expectAnswer("with a nonce",
+				ipv6Frame(groupMAC, reqMAC, reqIP6, group, 255, nsMessage(0, vipIP6, sllaOption(reqMAC), nonceOption)), answered)
+			// Duplicate address detection by a host that wants the VIP: to
+			// all nodes, not solicited.
+			expectAnswer("duplicate address detection",
+				ipv6Frame(groupMAC, reqMAC, netip.IPv6Unspecified(), group, 255, nsMessage(0, vipIP6, nonceOption)),
+				wantNA(allNodesMAC, allNodes, false))
+			if n := sent(); n != 4 {
+				t.Fatalf("responses_sent = %d, want 4", n)
+			}
+
+			other := netip.MustParseAddr("fd00:18::c9")
+			otherGroup, otherMAC := solicitedNode(other)
+			expectPass("unknown target", ipv6Frame(otherMAC, reqMAC, reqIP6, otherGroup, 255, nsMessage(0, other, sllaOption(reqMAC))))
+			expectPass("through a router (hop limit 64)", ipv6Frame(groupMAC, reqMAC, reqIP6, group, 64, nsMessage(0, vipIP6, sllaOption(reqMAC))))
+			expectPass("ICMPv6 code 1", ipv6Frame(groupMAC, reqMAC, reqIP6, group, 255, nsMessage(1, vipIP6, sllaOption(reqMAC))))
+			expectPass("to another group", ipv6Frame(groupMAC, reqMAC, reqIP6, otherGroup, 255, nsMessage(0, vipIP6, sllaOption(reqMAC))))
+			expectPass("to another unicast address", ipv6Frame(answerAs, reqMAC, reqIP6, reqIP6, 255, nsMessage(0, vipIP6)))
+			expectPass("DAD to a unicast address", ipv6Frame(answerAs, reqMAC, netip.IPv6Unspecified(), vipIP6, 255, nsMessage(0, vipIP6)))
+			na := wantNA(reqMAC, reqIP6, true)
+			expectPass("an advertisement", na)
+			echo := []byte{128, 0, 0, 0, 0, 1, 0, 1}
+			expectPass("echo request", ipv6Frame(answerAs, reqMAC, reqIP6, vipIP6, 64, echo))
+			mcastTarget := netip.MustParseAddr("ff02::1:ff00:c8")
+			expectPass("multicast target", ipv6Frame(groupMAC, reqMAC, reqIP6, group, 255, nsMessage(0, mcastTarget)))
+			expectPass("truncated", multicast[:70])
+			hopByHop := bytes.Clone(multicast)
+			hopByHop[20] = 0 // next header: hop-by-hop options
+			expectPass("extension header", hopByHop)
+
+			if err := r.Heartbeat(0); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Millisecond)
+			expectPass("stale heartbeat", multicast)
+			if n := sent(); n != 4 {
+				t.Fatalf("responses_sent = %d, want 4", n)
+			}
 		})
 	}
 }

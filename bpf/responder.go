@@ -51,8 +51,12 @@ const (
 // (bpftool map dump pinned DIR/l2_responder_v4).
 const (
 	MapResponderV4 = "l2_responder_v4"
+	MapResponderV6 = "l2_responder_v6"
 	MapConfig      = "l2_responder_config"
 )
+
+// pinnedMaps are the maps Load pins.
+var pinnedMaps = []string{MapResponderV4, MapResponderV6, MapConfig}
 
 const (
 	progXDP = "l2_responder_xdp"
@@ -62,8 +66,9 @@ const (
 // DefaultBPFFSRoot is where bpffs is conventionally mounted.
 const DefaultBPFFSRoot = "/sys/fs/bpf"
 
-// Entry is one entry of the l2_responder_v4 map: answer ARP requests for IP
-// arriving on Ifindex with MAC.
+// Entry is one entry of the l2_responder_v4 or l2_responder_v6 map: answer
+// ARP requests (IPv4) or Neighbor Solicitations (IPv6) for IP arriving on
+// Ifindex with MAC.
 type Entry struct {
 	IP            netip.Addr
 	Ifindex       int
@@ -83,6 +88,7 @@ type Responder struct {
 	mode   Mode
 	prog   *ebpf.Program
 	v4     *ebpf.Map
+	v6     *ebpf.Map
 	config *ebpf.Map
 
 	mu     sync.Mutex
@@ -102,8 +108,8 @@ type attachment struct {
 // Load loads the responder program of the given mode and its maps into the
 // kernel. It attaches nothing (see Attach).
 //
-// If pinDir is not empty, the maps are pinned there as l2_responder_v4 and
-// l2_responder_config, and maps already pinned there are reused when they
+// If pinDir is not empty, the maps are pinned there as l2_responder_v4,
+// l2_responder_v6 and l2_responder_config, and maps already pinned there are reused when they
 // are compatible with this program (same type, key and value size, max
 // entries, flags), so that entries and counters survive a restart. An
 // incompatible pinned map (left by a version with a different layout) is
@@ -138,7 +144,7 @@ func Load(mode Mode, pinDir string) (*Responder, error) {
 		if err := preparePinDir(pinDir); err != nil {
 			return nil, err
 		}
-		for _, name := range []string{MapResponderV4, MapConfig} {
+		for _, name := range pinnedMaps {
 			spec.Maps[name].Pinning = ebpf.PinByName
 		}
 		opts.Maps.PinPath = pinDir
@@ -159,6 +165,7 @@ func Load(mode Mode, pinDir string) (*Responder, error) {
 		mode:   mode,
 		prog:   coll.Programs[progName],
 		v4:     coll.Maps[MapResponderV4],
+		v6:     coll.Maps[MapResponderV6],
 		config: coll.Maps[MapConfig],
 		links:  make(map[int]*attachment),
 	}
@@ -185,7 +192,7 @@ func preparePinDir(pinDir string) error {
 // removeIncompatiblePins unpins the maps in pinDir that cannot be reused for
 // spec, so that loading creates (and pins) fresh ones instead of failing.
 func removeIncompatiblePins(spec *ebpf.CollectionSpec, pinDir string) error {
-	for _, name := range []string{MapResponderV4, MapConfig} {
+	for _, name := range pinnedMaps {
 		path := filepath.Join(pinDir, name)
 		m, err := ebpf.LoadPinnedMap(path, nil)
 		if errors.Is(err, os.ErrNotExist) {
@@ -335,28 +342,28 @@ func (r *Responder) xdpGeneric(ifindex int) bool {
 
 var errClosed = errors.New("bpf: responder is closed")
 
-func makeKey(ip netip.Addr, ifindex int) (l2responderL2ResponderKey, error) {
-	ip = ip.Unmap()
-	if !ip.Is4() {
-		return l2responderL2ResponderKey{}, fmt.Errorf("bpf: %v is not an IPv4 address", ip)
-	}
+// mapKey returns the map for ip's family and ip's key in it.
+func (r *Responder) mapKey(ip netip.Addr, ifindex int) (*ebpf.Map, any, error) {
 	if ifindex <= 0 || ifindex > int(^uint32(0)>>1) {
-		return l2responderL2ResponderKey{}, fmt.Errorf("bpf: invalid ifindex %d", ifindex)
+		return nil, nil, fmt.Errorf("bpf: invalid ifindex %d", ifindex)
 	}
-	b := ip.As4()
-	// Network byte order in memory, whatever the host's byte order.
-	return l2responderL2ResponderKey{Ip4: binary.NativeEndian.Uint32(b[:]), Ifindex: uint32(ifindex)}, nil
+	ip = ip.Unmap()
+	switch {
+	case ip.Is4():
+		b := ip.As4()
+		// Network byte order in memory, whatever the host's byte order.
+		return r.v4, &l2responderL2ResponderKey{Ip4: binary.NativeEndian.Uint32(b[:]), Ifindex: uint32(ifindex)}, nil
+	case ip.Is6() && ip.Zone() == "":
+		return r.v6, &l2responderL2ResponderKey6{Ip6: ip.As16(), Ifindex: uint32(ifindex)}, nil
+	}
+	return nil, nil, fmt.Errorf("bpf: %v is not an IPv4 or IPv6 address without zone", ip)
 }
 
-// Upsert makes the responder answer ARP requests for ip arriving on ifindex
-// with mac, and reports whether the entry is new. An existing entry keeps its
-// responses_sent counter (a reply sent while the entry is rewritten may go
-// uncounted).
+// Upsert makes the responder answer ARP requests (IPv4) or Neighbor
+// Solicitations (IPv6) for ip arriving on ifindex with mac, and reports
+// whether the entry is new. An existing entry keeps its responses_sent
+// counter (a reply sent while the entry is rewritten may go uncounted).
 func (r *Responder) Upsert(ip netip.Addr, ifindex int, mac net.HardwareAddr) (created bool, err error) {
-	key, err := makeKey(ip, ifindex)
-	if err != nil {
-		return false, err
-	}
 	if len(mac) != 6 {
 		return false, fmt.Errorf("bpf: %q is not an Ethernet MAC address", mac)
 	}
@@ -367,22 +374,26 @@ func (r *Responder) Upsert(ip netip.Addr, ifindex int, mac net.HardwareAddr) (cr
 	if r.closed {
 		return false, errClosed
 	}
+	m, key, err := r.mapKey(ip, ifindex)
+	if err != nil {
+		return false, err
+	}
 
 	for range 3 {
 		var cur l2responderL2ResponderEntry
-		err := r.v4.Lookup(&key, &cur)
+		err := m.Lookup(key, &cur)
 		switch {
 		case err == nil:
 			if cur.Mac == want {
 				return false, nil
 			}
 			cur.Mac = want
-			err = r.v4.Update(&key, &cur, ebpf.UpdateExist)
+			err = m.Update(key, &cur, ebpf.UpdateExist)
 			if errors.Is(err, ebpf.ErrKeyNotExist) {
 				continue // deleted meanwhile
 			}
 		case errors.Is(err, ebpf.ErrKeyNotExist):
-			err = r.v4.Update(&key, &l2responderL2ResponderEntry{Mac: want}, ebpf.UpdateNoExist)
+			err = m.Update(key, &l2responderL2ResponderEntry{Mac: want}, ebpf.UpdateNoExist)
 			if errors.Is(err, ebpf.ErrKeyExist) {
 				continue // created meanwhile
 			}
@@ -399,22 +410,22 @@ func (r *Responder) Upsert(ip netip.Addr, ifindex int, mac net.HardwareAddr) (cr
 // Delete stops the responder answering for ip on ifindex. Deleting a missing
 // entry is a no-op.
 func (r *Responder) Delete(ip netip.Addr, ifindex int) error {
-	key, err := makeKey(ip, ifindex)
-	if err != nil {
-		return err
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return errClosed
 	}
-	if err := r.v4.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	m, key, err := r.mapKey(ip, ifindex)
+	if err != nil {
+		return err
+	}
+	if err := m.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("bpf: deleting %v on ifindex %d: %w", ip, ifindex, err)
 	}
 	return nil
 }
 
-// Entries returns the entries of the l2_responder_v4 map, sorted by IP and
+// Entries returns the entries of both maps, IPv4 first, sorted by IP and
 // ifindex.
 func (r *Responder) Entries() ([]Entry, error) {
 	r.mu.Lock()
@@ -422,29 +433,43 @@ func (r *Responder) Entries() ([]Entry, error) {
 	if r.closed {
 		return nil, errClosed
 	}
-	return entriesOf(r.v4)
+	return entriesOf(r.v4, r.v6)
 }
 
-// entriesOf reads an l2_responder_v4 map, sorted by IP and ifindex.
-func entriesOf(m *ebpf.Map) ([]Entry, error) {
+// entriesOf reads an l2_responder_v4 and an l2_responder_v6 map, sorted by
+// IP and ifindex.
+func entriesOf(v4, v6 *ebpf.Map) ([]Entry, error) {
 	var (
-		key   l2responderL2ResponderKey
+		key4  l2responderL2ResponderKey
+		key6  l2responderL2ResponderKey6
 		value l2responderL2ResponderEntry
 		out   []Entry
 	)
-	it := m.Iterate()
-	for it.Next(&key, &value) {
-		var b [4]byte
-		binary.NativeEndian.PutUint32(b[:], key.Ip4)
+	add := func(ip netip.Addr, ifindex uint32) {
 		out = append(out, Entry{
-			IP:            netip.AddrFrom4(b),
-			Ifindex:       int(key.Ifindex),
+			IP:            ip,
+			Ifindex:       int(ifindex),
 			MAC:           slices.Clone(net.HardwareAddr(value.Mac[:])),
 			ResponsesSent: value.ResponsesSent,
 		})
 	}
+	it := v4.Iterate()
+	for it.Next(&key4, &value) {
+		var b [4]byte
+		binary.NativeEndian.PutUint32(b[:], key4.Ip4)
+		add(netip.AddrFrom4(b), key4.Ifindex)
+	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("bpf: iterating %s: %w", MapResponderV4, err)
+	}
+	if v6 != nil {
+		it = v6.Iterate()
+		for it.Next(&key6, &value) {
+			add(netip.AddrFrom16(key6.Ip6), key6.Ifindex)
+		}
+		if err := it.Err(); err != nil {
+			return nil, fmt.Errorf("bpf: iterating %s: %w", MapResponderV6, err)
+		}
 	}
 	slices.SortFunc(out, func(a, b Entry) int {
 		if c := a.IP.Compare(b.IP); c != 0 {
@@ -495,7 +520,7 @@ func (r *Responder) Close() error {
 		}
 	}
 	clear(r.links)
-	for _, c := range []interface{ Close() error }{r.prog, r.v4, r.config} {
+	for _, c := range []interface{ Close() error }{r.prog, r.v4, r.v6, r.config} {
 		if err := c.Close(); err != nil {
 			errs = append(errs, err)
 		}

@@ -245,7 +245,7 @@ func TestMaps(t *testing.T) {
 		ifindex int
 		mac     net.HardwareAddr
 	}{
-		{netip.MustParseAddr("2001:db8::1"), 1, mac},
+		{netip.MustParseAddr("fe80::1%eth0"), 1, mac}, // a zone: a link-local, never a VIP
 		{netip.Addr{}, 1, mac},
 		{a, 0, mac},
 		{a, -1, mac},
@@ -267,9 +267,17 @@ func TestMaps(t *testing.T) {
 	if _, err := r.Upsert(a, 3, mac2); err != nil {
 		t.Fatal(err)
 	}
+	// IPv6 goes to l2_responder_v6.
+	v6 := netip.MustParseAddr("fd00::a")
+	if created, err := r.Upsert(v6, 7, mac); err != nil || !created {
+		t.Fatalf("new IPv6 entry: created=%v err=%v", created, err)
+	}
+	if n, err := r.v6.Info(); err != nil || n.Type != ebpf.Hash {
+		t.Fatalf("l2_responder_v6: %+v, %v", n, err)
+	}
 
 	// The key is the address in network byte order.
-	key, _ := makeKey(a, 7)
+	key := key4(t, r, a, 7)
 	raw := binary.NativeEndian.AppendUint32(nil, key.Ip4)
 	if !bytes.Equal(raw, []byte{198, 18, 0, 10}) {
 		t.Fatalf("key bytes %v", raw)
@@ -299,6 +307,7 @@ func TestMaps(t *testing.T) {
 		{b, 7, mac, 0},
 		{a, 3, mac2, 0},
 		{a, 7, mac2, 41},
+		{v6, 7, mac, 0},
 	}
 	if len(entries) != len(want) {
 		t.Fatalf("Entries() = %v, want %v", entries, want)
@@ -315,6 +324,9 @@ func TestMaps(t *testing.T) {
 	}
 	if err := r.Delete(a, 7); err != nil {
 		t.Fatalf("deleting a missing entry: %v", err)
+	}
+	if err := r.Delete(v6, 7); err != nil {
+		t.Fatal(err)
 	}
 	if entries, _ := r.Entries(); len(entries) != 2 {
 		t.Fatalf("Entries() after Delete = %v", entries)
@@ -397,7 +409,7 @@ func TestPinnedMapsSurviveReload(t *testing.T) {
 	if _, err := r1.Upsert(ip, 5, mac); err != nil {
 		t.Fatal(err)
 	}
-	key, _ := makeKey(ip, 5)
+	key := key4(t, r1, ip, 5)
 	if err := r1.v4.Update(&key, &l2responderL2ResponderEntry{ResponsesSent: 20, Mac: [6]uint8(mac)}, ebpf.UpdateExist); err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +419,7 @@ func TestPinnedMapsSurviveReload(t *testing.T) {
 	if err := r1.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{MapResponderV4, MapConfig} {
+	for _, name := range pinnedMaps {
 		if _, err := os.Stat(filepath.Join(pinDir, name)); err != nil {
 			t.Fatalf("pinned map after Close: %v", err)
 		}
@@ -510,3 +522,13 @@ func TestLoadMountsSysFsBPF(t *testing.T) {
 type errSkip struct{ err error }
 
 func (e errSkip) Error() string { return e.err.Error() }
+
+// key4 is ip's key in l2_responder_v4.
+func key4(t testing.TB, r *Responder, ip netip.Addr, ifindex int) l2responderL2ResponderKey {
+	t.Helper()
+	m, k, err := r.mapKey(ip, ifindex)
+	if err != nil || m != r.v4 {
+		t.Fatalf("mapKey(%v, %d): map %v, %v; want l2_responder_v4", ip, ifindex, m, err)
+	}
+	return *k.(*l2responderL2ResponderKey)
+}

@@ -59,9 +59,6 @@ func selectAnnouncements(services []*tables.Service, policies []*tables.L2Policy
 				ips = append(ips, svc.ExternalIPs...)
 			}
 			for _, ip := range ips {
-				if !ip.Is4() {
-					continue
-				}
 				for _, d := range devices {
 					if !d.Selected || !p.MatchesInterface(d.Name) {
 						continue

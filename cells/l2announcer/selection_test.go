@@ -129,9 +129,17 @@ func TestSelectAnnouncements(t *testing.T) {
 			},
 		},
 		{
-			name:     "IPv6 is not announced over ARP",
-			services: []*tables.Service{svc("default/a", nil, "", []string{"fd00::200"}, nil)},
+			name:     "IPv6 is announced (answered by Neighbor Advertisements), dual-stack Services in one group",
+			services: []*tables.Service{svc("default/a", nil, "", []string{"fd00::200"}, nil), svc("default/b", nil, "", []string{"198.18.0.7", "fd00::7"}, nil)},
 			policies: []*tables.L2Policy{policy("p", lb)},
+			want: []string{
+				"cilium-l2announce-default-a: fd00::200@eth0(default/a)",
+				"cilium-l2announce-default-a: fd00::200@eth1(default/a)",
+				"cilium-l2announce-default-b: 198.18.0.7@eth0(default/b)",
+				"cilium-l2announce-default-b: 198.18.0.7@eth1(default/b)",
+				"cilium-l2announce-default-b: fd00::7@eth0(default/b)",
+				"cilium-l2announce-default-b: fd00::7@eth1(default/b)",
+			},
 		},
 	}
 	for _, tt := range tests {

@@ -39,7 +39,7 @@ func attachLoop(ctx context.Context, p params, h *handle, ops *mapOps, health ce
 			p.Log.Info("ARP responder attached", "ifindex", ifindex, "mode", p.Config.L2ResponderMode)
 			for e := range p.Announce.All(p.DB.ReadTxn()) {
 				if e.Ifindex == ifindex {
-					_ = ops.garp(e.Ifindex, e.IP, e.HardwareAddr())
+					_ = ops.announce(e.Ifindex, e.IP, e.HardwareAddr())
 				}
 			}
 		}

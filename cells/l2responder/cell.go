@@ -1,13 +1,18 @@
-// Package l2responder answers ARP for the entries of the l2-announce table
-// from an eBPF program attached to every selected device, sends gratuitous
-// ARP when this node takes an IP over (or a device comes up), and keeps a
-// heartbeat deadline the program checks: it answers only until this node's
-// stalest Lease could have passed to another node, so a frozen or cut-off
-// agent stops attracting traffic before anyone else takes its IPs.
+// Package l2responder answers ARP (IPv4) and Neighbor Solicitations (IPv6)
+// for the entries of the l2-announce table from an eBPF program attached to
+// every selected device, sends gratuitous ARP or an unsolicited Neighbor
+// Advertisement when this node takes an IP over (or a device comes up),
+// keeps the host in the solicited-node multicast groups of its IPv6
+// entries, and keeps a heartbeat deadline the program checks: it answers
+// only until this node's stalest Lease could have passed to another node,
+// so a frozen or cut-off agent stops attracting traffic before anyone else
+// takes its IPs.
 //
 // Reads: tables l2-announce, l2-lease-health and devices.
-// Writes: the BPF maps l2_responder_v4 and l2_responder_config (pinned
-// under <bpf-root>/herald), program attachments, gratuitous ARP packets.
+// Writes: the BPF maps l2_responder_v4, l2_responder_v6 and
+// l2_responder_config (pinned under <bpf-root>/herald), program
+// attachments, multicast memberships, gratuitous ARP and Neighbor
+// Advertisement packets.
 package l2responder
 
 import (

@@ -113,7 +113,16 @@ func registerResponder(p params) error {
 	if p.Metrics != nil {
 		p.Metrics.MustRegister(m)
 	}
-	ops := &mapOps{h: h, log: p.Log, garp: func(ifindex int, ip netip.Addr, mac net.HardwareAddr) error {
+	nd := neigh.NewNDP()
+	p.Lifecycle.Append(cell.Hook{OnStop: func(cell.HookContext) error { return nd.Close() }})
+	ops := &mapOps{h: h, log: p.Log, ndp: nd, announce: func(ifindex int, ip netip.Addr, mac net.HardwareAddr) error {
+		if ip.Is6() {
+			err := nd.Advertise(ifindex, ip, mac)
+			if err == nil {
+				m.unsolicitedNAs.Inc()
+			}
+			return err
+		}
 		err := neigh.SendGratuitousARP(ifindex, ip, mac)
 		if err == nil {
 			m.garps.Inc()

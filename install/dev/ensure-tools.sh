@@ -2,7 +2,7 @@
 # Installs what the local control plane needs (tests, demo, CI):
 #   - Debian packages: etcd-server (/usr/bin/etcd), iproute2, openssl, curl, jq;
 #     for the eBPF datapath (bpf/): clang, llvm, libbpf-dev (to regenerate the
-#     BPF objects), iputils-arping, tcpdump, bpftool (to test and inspect it)
+#     BPF objects), iputils-arping, ndisc6, tcpdump, bpftool (to test and inspect it)
 #   - kube-apiserver, the current version (v1.34.2, built from install/dev/tools)
 #     and the oldest supported one (v1.31.14, from install/dev/tools-v1.31),
 #     into ${HERALD_CACHE:-$HOME/.cache/herald}/kube-apiserver-<version>;
@@ -23,7 +23,7 @@ die() { echo "ensure-tools: ERROR: $*" >&2; exit 1; }
 # ---------------------------------------------------------------------------
 # Debian packages
 # ---------------------------------------------------------------------------
-packages=(etcd-server iproute2 openssl curl jq clang llvm libbpf-dev iputils-arping iputils-ping tcpdump bpftool)
+packages=(etcd-server iproute2 openssl curl jq clang llvm libbpf-dev iputils-arping iputils-ping ndisc6 tcpdump bpftool)
 missing=()
 for p in "${packages[@]}"; do
 	status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"

@@ -132,14 +132,19 @@ func (n *node) readiness() string {
 }
 
 // ---------------------------------------------------------------------------
-// The pinned l2_responder_v4 map
+// The pinned l2_responder_v4 and l2_responder_v6 maps
 // ---------------------------------------------------------------------------
 
-// The layout of l2_responder_v4 (bpf/l2_responder.c).
+// The layout of l2_responder_v4 and l2_responder_v6 (bpf/l2_responder.c).
 type (
 	responderKey struct {
 		IP4     [4]byte // network byte order
 		Ifindex uint32
+	}
+	responderKey6 struct {
+		IP6     [16]byte
+		Ifindex uint32
+		Pad     uint32
 	}
 	responderValue struct {
 		ResponsesSent uint64
@@ -148,7 +153,7 @@ type (
 	}
 )
 
-// mapEntry is one entry of a node's l2_responder_v4.
+// mapEntry is one entry of a node's l2_responder_v4 or l2_responder_v6.
 type mapEntry struct {
 	IP            netip.Addr
 	Ifindex       int
@@ -160,36 +165,46 @@ func (e mapEntry) String() string {
 	return fmt.Sprintf("%s@%d -> %s (%d sent)", e.IP, e.Ifindex, e.MAC, e.ResponsesSent)
 }
 
-// mapEntries reads the node's pinned l2_responder_v4 map: in the bpffs we
-// mounted, or, for an agent that mounted bpffs itself in its own mount
-// namespace, through /proc/<pid>/root (agentproc's BPFFS).
+// mapEntries reads the node's pinned l2_responder_v4 and l2_responder_v6
+// maps: in the bpffs we mounted, or, for an agent that mounted bpffs itself
+// in its own mount namespace, through /proc/<pid>/root (agentproc's BPFFS).
 func (n *node) mapEntries() ([]mapEntry, error) {
 	root, err := n.BPFFS()
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(root, "herald", bpf.MapResponderV4)
-	m, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("%s: opening pinned map: %w", n.Name, err)
+	var out []mapEntry
+	read := func(name string, key any, ip func() netip.Addr, ifindex func() uint32) error {
+		path := filepath.Join(root, "herald", name)
+		m, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
+		if err != nil {
+			return fmt.Errorf("%s: opening pinned map: %w", n.Name, err)
+		}
+		defer m.Close()
+		var v responderValue
+		it := m.Iterate()
+		for it.Next(key, &v) {
+			out = append(out, mapEntry{
+				IP:            ip(),
+				Ifindex:       int(ifindex()),
+				MAC:           slices.Clone(net.HardwareAddr(v.MAC[:])),
+				ResponsesSent: v.ResponsesSent,
+			})
+		}
+		if err := it.Err(); err != nil {
+			return fmt.Errorf("%s: iterating %s: %w", n.Name, path, err)
+		}
+		return nil
 	}
-	defer m.Close()
 	var (
-		k   responderKey
-		v   responderValue
-		out []mapEntry
+		k4 responderKey
+		k6 responderKey6
 	)
-	it := m.Iterate()
-	for it.Next(&k, &v) {
-		out = append(out, mapEntry{
-			IP:            netip.AddrFrom4(k.IP4),
-			Ifindex:       int(k.Ifindex),
-			MAC:           slices.Clone(net.HardwareAddr(v.MAC[:])),
-			ResponsesSent: v.ResponsesSent,
-		})
+	if err := read(bpf.MapResponderV4, &k4, func() netip.Addr { return netip.AddrFrom4(k4.IP4) }, func() uint32 { return k4.Ifindex }); err != nil {
+		return nil, err
 	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("%s: iterating %s: %w", n.Name, path, err)
+	if err := read(bpf.MapResponderV6, &k6, func() netip.Addr { return netip.AddrFrom16(k6.IP6) }, func() uint32 { return k6.Ifindex }); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

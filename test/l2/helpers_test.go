@@ -171,7 +171,14 @@ func (s *scenario) deleteService(name string) {
 // pool and returns it.
 func (s *scenario) waitVIP(name string) netip.Addr {
 	s.t.Helper()
-	pool := netip.MustParsePrefix(poolCIDR)
+	return s.waitVIPIn(name, poolCIDR)
+}
+
+// waitVIPIn waits until LB IPAM gave the Service an address of the pool's
+// block cidr and returns it.
+func (s *scenario) waitVIPIn(name, cidr string) netip.Addr {
+	s.t.Helper()
+	pool := netip.MustParsePrefix(cidr)
 	var vip netip.Addr
 	waitFor(s.t, func() (bool, string) {
 		svc, err := kube.CoreV1().Services(s.ns).Get(context.Background(), name, metav1.GetOptions{})
@@ -181,12 +188,12 @@ func (s *scenario) waitVIP(name string) netip.Addr {
 		var ips []string
 		for _, in := range svc.Status.LoadBalancer.Ingress {
 			ips = append(ips, in.IP)
-			if a, err := netip.ParseAddr(in.IP); err == nil && a.Is4() && pool.Contains(a) {
+			if a, err := netip.ParseAddr(in.IP); err == nil && pool.Contains(a) {
 				vip = a
 				return true, ""
 			}
 		}
-		return false, fmt.Sprintf("service %s/%s: ingress %v, want an address of %s", s.ns, name, ips, poolCIDR)
+		return false, fmt.Sprintf("service %s/%s: ingress %v, want an address of %s", s.ns, name, ips, cidr)
 	})
 	s.vips = append(s.vips, vip)
 	s.t.Logf("service %s/%s has VIP %s", s.ns, name, vip)
@@ -530,7 +537,7 @@ func arping(t testing.TB, vip netip.Addr, count int) []string {
 // Agent state
 // ---------------------------------------------------------------------------
 
-// waitMapEntry waits until n's pinned l2_responder_v4 has exactly one
+// waitMapEntry waits until n's pinned responder map (l2_responder_v4 or _v6) has exactly one
 // entry for vip: on eth0, with n's MAC. It returns it.
 func waitMapEntry(t testing.TB, n *node, vip netip.Addr) mapEntry {
 	t.Helper()
@@ -541,7 +548,7 @@ func waitMapEntry(t testing.TB, n *node, vip netip.Addr) mapEntry {
 			return false, err.Error()
 		}
 		if len(entries) != 1 || entries[0].Ifindex != n.eth0Index() || entries[0].MAC.String() != n.host.MAC.String() {
-			return false, fmt.Sprintf("%s: %s entries for %s: %v; want one, ifindex %d, MAC %s", n.Name, "l2_responder_v4", vip, entries, n.eth0Index(), n.host.MAC)
+			return false, fmt.Sprintf("%s: %s entries for %s: %v; want one, ifindex %d, MAC %s", n.Name, "responder map", vip, entries, n.eth0Index(), n.host.MAC)
 		}
 		got = entries[0]
 		return true, ""
@@ -565,7 +572,7 @@ func waitWithdrawn(t testing.TB, n *node, vip netip.Addr) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(entries) == 0, fmt.Sprintf("%s: l2_responder_v4 still has %v", n.Name, entries)
+		return len(entries) == 0, fmt.Sprintf("%s: responder map still has %v", n.Name, entries)
 	})
 }
 
@@ -586,7 +593,7 @@ func assertNotAnnounced(t testing.TB, vip netip.Addr, ns ...*node) {
 			t.Fatal(err)
 		}
 		if len(entries) != 0 {
-			t.Errorf("%s must not answer for %s, yet its l2_responder_v4 has %v", n.Name, vip, entries)
+			t.Errorf("%s must not answer for %s, yet its responder map has %v", n.Name, vip, entries)
 		}
 	}
 }
@@ -615,7 +622,7 @@ func dumpState(vips []netip.Addr, since int) string {
 			fmt.Fprintf(&b, "herald-dbg statedb l2-policies:\n%s", out)
 		}
 		if entries, err := n.mapEntries(); err == nil {
-			fmt.Fprintf(&b, "l2_responder_v4: %v\n", entries)
+			fmt.Fprintf(&b, "responder maps: %v\n", entries)
 		} else {
 			fmt.Fprintln(&b, err)
 		}

@@ -73,6 +73,7 @@ var (
 	nodes      []*node
 	clientHost *netlab.Host // hl2-client
 	client     *arpClient
+	client6    *ndpClient
 )
 
 func TestMain(m *testing.M) {
@@ -149,6 +150,9 @@ func setup(agentBin, dbgBin string) error {
 		return err
 	}
 	lan.SetMACPrefix(macPrefix)
+	if err := lan.EnableIPv6(subnet6); err != nil {
+		return err
+	}
 	atTeardown(func() {
 		for _, err := range lan.Teardown() {
 			fmt.Fprintln(os.Stderr, "l2:", err)
@@ -228,7 +232,7 @@ func setup(agentBin, dbgBin string) error {
 	pool := &v2alpha1.CiliumLoadBalancerIPPool{
 		ObjectMeta: metav1.ObjectMeta{Name: poolName},
 		Spec: v2alpha1.CiliumLoadBalancerIPPoolSpec{
-			Blocks: []v2alpha1.CiliumLoadBalancerIPPoolIPBlock{{Cidr: poolCIDR}},
+			Blocks: []v2alpha1.CiliumLoadBalancerIPPoolIPBlock{{Cidr: poolCIDR}, {Cidr: poolCIDR6}},
 		},
 	}
 	if _, err := herald.CiliumV2alpha1().CiliumLoadBalancerIPPools().Create(ctx, pool, metav1.CreateOptions{}); err != nil {
@@ -239,6 +243,10 @@ func setup(agentBin, dbgBin string) error {
 		return fmt.Errorf("ARP client: %w", err)
 	}
 	atTeardown(client.close)
+	if client6, err = openNDPClient(clientHost.Netns, clientHost.IP6); err != nil {
+		return fmt.Errorf("NDP client: %w", err)
+	}
+	atTeardown(client6.close)
 
 	atTeardown(func() {
 		for _, n := range nodes {

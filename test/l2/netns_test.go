@@ -14,12 +14,16 @@ import (
 
 // The test LAN (test/netlab). Everything the harness creates is named with
 // prefix, and every address is in 198.18.0.0/24 (part of the benchmarking
-// range 198.18.0.0/15): nothing is ever sent anywhere else.
+// range 198.18.0.0/15) or fd00:18:0:1::/64 (unique local): nothing is ever
+// sent anywhere else.
 const (
 	prefix  = "hl2-"
 	devName = "eth0" // the device of every node and the client
 
 	poolCIDR = "198.18.0.192/27"
+	// poolCIDR6 is the pool's IPv6 block, on the LAN's IPv6 prefix (a
+	// client solicits on-link addresses only).
+	poolCIDR6 = "fd00:18:0:1::c0/123"
 
 	// clientHostNum places the ARP client at 198.18.0.100, away from the
 	// nodes (.11 upwards).
@@ -27,7 +31,8 @@ const (
 )
 
 var (
-	subnet = netip.MustParsePrefix("198.18.0.0/24")
+	subnet  = netip.MustParsePrefix("198.18.0.0/24")
+	subnet6 = netip.MustParsePrefix("fd00:18:0:1::/64")
 	// macPrefix: every device on the LAN has the MAC address
 	// 02:48:4c:32:00:<last byte of its IP>, so that a MAC in a capture
 	// says who sent it.

@@ -7,8 +7,8 @@
 // connections stall until they time out.
 //
 // Every name starts with the LAN's prefix and every address is in its
-// subnet, which callers take from 198.18.0.0/15: nothing is sent anywhere
-// else. Needs root.
+// subnet, which callers take from 198.18.0.0/15 (and, with EnableIPv6, its
+// IPv6 prefix, from fd00::/8): nothing is sent anywhere else. Needs root.
 package netlab
 
 import (
@@ -31,6 +31,7 @@ import (
 type LAN struct {
 	prefix    string
 	subnet    netip.Prefix
+	subnet6   netip.Prefix // zero: IPv6 off
 	macPrefix [5]byte
 	hosts     map[string]*Host
 }
@@ -40,6 +41,7 @@ type Host struct {
 	Name  string
 	Netns string // its network namespace
 	IP    netip.Addr
+	IP6   netip.Addr // with EnableIPv6: the IPv6 prefix's n-th address
 	MAC   net.HardwareAddr
 	port  string // its bridge port, in the LAN namespace
 }
@@ -71,6 +73,25 @@ func New(prefix string, subnet netip.Prefix) (*LAN, error) {
 // locally administered unicast prefix (first byte 0x02, 0x06, ...). Call
 // it before Setup.
 func (l *LAN) SetMACPrefix(p [5]byte) { l.macPrefix = p }
+
+// EnableIPv6 gives the hosts IPv6 on eth0: a link-local address and the
+// n-th address of prefix (a /64 inside fd00::/8) next to the IPv4 one.
+// Duplicate address detection and router solicitations stay off, so
+// nothing but the tests' own traffic crosses the LAN. The root namespace's
+// device stays IPv4 only. Call it before Setup.
+func (l *LAN) EnableIPv6(prefix netip.Prefix) error {
+	if !prefix.Addr().Is6() || prefix.Bits() != 64 || !netip.MustParsePrefix("fd00::/8").Contains(prefix.Addr()) {
+		return fmt.Errorf("netlab: IPv6 prefix %s is not a /64 inside fd00::/8", prefix)
+	}
+	l.subnet6 = prefix.Masked()
+	return nil
+}
+
+func (l *LAN) nth6(n int) netip.Addr {
+	b := l.subnet6.Addr().As16()
+	b[15] = byte(n)
+	return netip.AddrFrom16(b)
+}
 
 // mac is the MAC address of the device with the subnet's n-th address.
 func (l *LAN) mac(n int) net.HardwareAddr {
@@ -158,6 +179,9 @@ func (l *LAN) Add(name string, n int) (*Host, error) {
 		MAC:   l.mac(n),
 		port:  fmt.Sprintf("p%d", len(l.hosts)),
 	}
+	if l.subnet6.IsValid() {
+		h.IP6 = l.nth6(n)
+	}
 	if err := l.addHost(h, l.subnet.Bits()); err != nil {
 		return nil, fmt.Errorf("host %s: %w", name, err)
 	}
@@ -185,7 +209,24 @@ func (l *LAN) addHost(h *Host, plen int) error {
 			return err
 		}
 	}
+	if h.IP6.IsValid() {
+		return enableIPv6(h.Netns, h.IP6)
+	}
 	return nil
+}
+
+// enableIPv6 turns IPv6 on for eth0 of the namespace (after disableIPv6
+// turned it off everywhere): no DAD, no router solicitations, no router
+// advertisements taken, and the address ip/64 (nodad: usable at once).
+func enableIPv6(ns string, ip6 netip.Addr) error {
+	out, err := exec.Command("ip", "netns", "exec", ns, "sysctl", "-q", "-w",
+		"net.ipv6.conf.eth0.accept_dad=0", "net.ipv6.conf.eth0.dad_transmits=0",
+		"net.ipv6.conf.eth0.router_solicitations=0", "net.ipv6.conf.eth0.accept_ra=0",
+		"net.ipv6.conf.eth0.disable_ipv6=0").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("sysctl in %s: %w: %s", ns, err, bytes.TrimSpace(out))
+	}
+	return ip("-n", ns, "addr", "add", ip6.String()+"/64", "dev", "eth0", "nodad")
 }
 
 // Cut partitions a host from the rest of the LAN (and so from the API

@@ -15,7 +15,7 @@ func bpfCmd() *cobra.Command {
 	root := &cobra.Command{Use: "bpf", Short: "The agent's eBPF state"}
 	root.AddCommand(&cobra.Command{
 		Use:   "responder",
-		Short: "Entries of the ARP responder map with their responses_sent counters, and whether it answers",
+		Short: "Entries of the responder maps (ARP for IPv4, neighbour discovery for IPv6) with their responses_sent counters, and whether it answers",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := fetchConfig(cmd.Context())
 			if err != nil {
@@ -39,9 +39,13 @@ func bpfCmd() *cobra.Command {
 				fmt.Printf("Heartbeat: expired %.1fs ago, the responder is silent (Leases not renewed).\n", -p.AnswersFor.Seconds())
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 3, ' ', 0)
-			fmt.Fprintln(tw, "IP\tIFINDEX\tMAC\tRESPONSES_SENT")
+			fmt.Fprintln(tw, "IP\tIFINDEX\tMAC\tANSWERS\tRESPONSES_SENT")
 			for _, e := range p.Entries {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\n", e.IP, e.Ifindex, e.MAC, e.ResponsesSent)
+				answers := "ARP requests"
+				if e.IP.Is6() {
+					answers = "neighbor solicitations"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\n", e.IP, e.Ifindex, e.MAC, answers, e.ResponsesSent)
 			}
 			return tw.Flush()
 		},

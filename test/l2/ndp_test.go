@@ -1,0 +1,339 @@
+package l2
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mdlayher/ndp"
+	"github.com/mdlayher/packet"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/heraldlb/herald/test/netlab"
+)
+
+// naFrame is one Neighbor Advertisement seen on the client's eth0.
+type naFrame struct {
+	seq      int
+	at       time.Time
+	ethSrc   net.HardwareAddr
+	ethDst   net.HardwareAddr
+	dst      netip.Addr
+	hopLimit uint8
+	na       *ndp.NeighborAdvertisement
+}
+
+// tlla is the advertisement's Target Link-Layer Address option, or nil.
+func (f naFrame) tlla() net.HardwareAddr {
+	for _, o := range f.na.Options {
+		if l, ok := o.(*ndp.LinkLayerAddress); ok && l.Direction == ndp.Target {
+			return l.Addr
+		}
+	}
+	return nil
+}
+
+func (f naFrame) String() string {
+	return fmt.Sprintf("#%d %s eth %s > %s, NA to %s: target %s at %s, S=%v O=%v",
+		f.seq, f.at.Format("15:04:05.000"), f.ethSrc, f.ethDst, f.dst, f.na.TargetAddress, f.tlla(), f.na.Solicited, f.na.Override)
+}
+
+// ndpClient sends Neighbor Solicitations from the client namespace's eth0
+// and captures every Neighbor Advertisement arriving there.
+type ndpClient struct {
+	conn *packet.Conn
+	mac  net.HardwareAddr
+	ip   netip.Addr
+
+	mu      sync.Mutex
+	frames  []naFrame
+	readErr error
+	done    chan struct{}
+}
+
+func openNDPClient(ns string, ip netip.Addr) (*ndpClient, error) {
+	c := &ndpClient{ip: ip, done: make(chan struct{})}
+	err := netlab.InNetns(ns, func() error {
+		ifi, err := net.InterfaceByName(devName)
+		if err != nil {
+			return err
+		}
+		conn, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_IPV6, nil)
+		if err != nil {
+			return fmt.Errorf("AF_PACKET socket on %s: %w", devName, err)
+		}
+		c.conn, c.mac = conn, ifi.HardwareAddr
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	go c.readLoop()
+	return c, nil
+}
+
+func (c *ndpClient) readLoop() {
+	defer close(c.done)
+	buf := make([]byte, 2048)
+	for {
+		n, _, err := c.conn.ReadFrom(buf)
+		if err != nil {
+			c.mu.Lock()
+			c.readErr = err
+			c.mu.Unlock()
+			return
+		}
+		f, ok := parseNA(buf[:n])
+		if !ok {
+			continue
+		}
+		c.mu.Lock()
+		f.seq, f.at = len(c.frames), time.Now()
+		c.frames = append(c.frames, f)
+		c.mu.Unlock()
+	}
+}
+
+// parseNA parses Ethernet + IPv6 (no extension headers) + ICMPv6 Neighbor
+// Advertisement. The checksum is not verified here: ndisc6 does that, in
+// the kernel, for the answers TestIPv6VIP checks with it.
+func parseNA(b []byte) (naFrame, bool) {
+	const ethLen, ipLen = 14, 40
+	if len(b) < ethLen+ipLen+24 || binary.BigEndian.Uint16(b[12:14]) != unix.ETH_P_IPV6 || b[ethLen+6] != 58 {
+		return naFrame{}, false
+	}
+	ip := b[ethLen:]
+	m, err := ndp.ParseMessage(ip[ipLen : ipLen+int(binary.BigEndian.Uint16(ip[4:6]))])
+	if err != nil {
+		return naFrame{}, false
+	}
+	na, ok := m.(*ndp.NeighborAdvertisement)
+	if !ok {
+		return naFrame{}, false
+	}
+	return naFrame{
+		ethDst:   net.HardwareAddr(slices.Clone(b[0:6])),
+		ethSrc:   net.HardwareAddr(slices.Clone(b[6:12])),
+		dst:      netip.AddrFrom16([16]byte(ip[24:40])),
+		hopLimit: ip[7],
+		na:       na,
+	}, true
+}
+
+func (c *ndpClient) close() {
+	_ = c.conn.Close()
+	<-c.done
+}
+
+func (c *ndpClient) mark() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.frames)
+}
+
+func (c *ndpClient) since(seq int) ([]naFrame, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.frames[min(seq, len(c.frames)):]), c.readErr
+}
+
+// solicit sends a Neighbor Solicitation for target to its solicited-node
+// multicast group, as a host resolving it does.
+func (c *ndpClient) solicit(target netip.Addr) error {
+	group, err := ndp.SolicitedNodeMulticast(target)
+	if err != nil {
+		return err
+	}
+	g := group.As16()
+	groupMAC := net.HardwareAddr{0x33, 0x33, g[12], g[13], g[14], g[15]}
+	icmp, err := ndp.MarshalMessageChecksum(&ndp.NeighborSolicitation{
+		TargetAddress: target,
+		Options:       []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: c.mac}},
+	}, c.ip, group)
+	if err != nil {
+		return err
+	}
+	b := append(append([]byte{}, groupMAC...), c.mac...)
+	b = binary.BigEndian.AppendUint16(b, unix.ETH_P_IPV6)
+	b = binary.BigEndian.AppendUint32(b, 6<<28)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(icmp)))
+	b = append(b, 58, 255)
+	b = append(b, c.ip.AsSlice()...)
+	b = append(b, group.AsSlice()...)
+	b = append(b, icmp...)
+	_, err = c.conn.WriteTo(b, &packet.Addr{HardwareAddr: groupMAC})
+	return err
+}
+
+// probe solicits target once and returns the MACs (Target Link-Layer
+// Address options) of the solicited advertisements that came back to the
+// client within probeWindow, one per answer.
+func (c *ndpClient) probe(target netip.Addr) ([]string, error) {
+	start := c.mark()
+	if err := c.solicit(target); err != nil {
+		return nil, fmt.Errorf("sending NS: %w", err)
+	}
+	time.Sleep(probeWindow)
+	frames, err := c.since(start)
+	if err != nil {
+		return nil, fmt.Errorf("capture stopped: %w", err)
+	}
+	var macs []string
+	for _, f := range frames {
+		if f.na.TargetAddress == target && f.na.Solicited && f.dst == c.ip {
+			macs = append(macs, f.tlla().String())
+		}
+	}
+	return macs, nil
+}
+
+// expectNDPAnsweredOnlyBy waits until a solicitation for vip is answered by
+// n alone, then checks that the next ones are too: one answer each, with
+// n's MAC.
+func expectNDPAnsweredOnlyBy(t testing.TB, vip netip.Addr, n *node) {
+	t.Helper()
+	want := []string{n.host.MAC.String()}
+	probe := func() []string {
+		t.Helper()
+		macs, err := client6.probe(vip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return macs
+	}
+	waitFor(t, func() (bool, string) {
+		got := probe()
+		return slices.Equal(got, want), fmt.Sprintf("want one advertisement from %s; got %v", n, got)
+	})
+	for i := range confirmations {
+		if got := probe(); !slices.Equal(got, want) {
+			t.Fatalf("solicitation %d after %s first answered alone: got advertisements from %v, want one from %s", i+1, n.Name, got, n)
+		}
+	}
+}
+
+// ndisc6 resolves vip from the client namespace with ndisc6 (which checks
+// the advertisement as a host does: hop limit 255, the kernel's ICMPv6
+// checksum check, the target) and returns the MAC it printed.
+func ndisc6(t testing.TB, vip netip.Addr) string {
+	t.Helper()
+	if _, err := exec.LookPath("ndisc6"); err != nil {
+		t.Fatalf("ndisc6 is missing (Debian package ndisc6, installed by install/dev/ensure-tools.sh)")
+	}
+	out, err := exec.Command("ip", "netns", "exec", clientHost.Netns, "ndisc6", "-q", "-1", "-r", "3", "-w", "500", vip.String(), devName).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ndisc6 %s from %s: %v\n%s", vip, clientHost.Netns, err, out)
+	}
+	return strings.ToLower(strings.TrimSpace(string(out)))
+}
+
+// inGroup reports whether the namespace's eth0 is a member of vip's
+// solicited-node multicast group (/proc/net/igmp6 of the namespace).
+func inGroup(t testing.TB, ns string, vip netip.Addr) bool {
+	t.Helper()
+	group, err := ndp.SolicitedNodeMulticast(vip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("ip", "netns", "exec", ns, "cat", "/proc/net/igmp6").CombinedOutput()
+	if err != nil {
+		t.Fatalf("reading /proc/net/igmp6 in %s: %v\n%s", ns, err, out)
+	}
+	hex := fmt.Sprintf("%x", group.AsSlice())
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[1] == devName && f[2] == hex {
+			return true
+		}
+	}
+	return false
+}
+
+// createServiceV6 creates an IPv6-only LoadBalancer Service for the
+// scenario's policies.
+func (s *scenario) createServiceV6(name string) {
+	s.t.Helper()
+	single := corev1.IPFamilyPolicySingleStack
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{testLabel: s.label}},
+		Spec: corev1.ServiceSpec{
+			Type:           corev1.ServiceTypeLoadBalancer,
+			IPFamilyPolicy: &single,
+			IPFamilies:     []corev1.IPFamily{corev1.IPv6Protocol},
+			Ports:          []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	if _, err := kube.CoreV1().Services(s.ns).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+		s.t.Fatalf("creating service %s/%s: %v", s.ns, name, err)
+	}
+}
+
+// TestIPv6VIP: an IPv6 VIP is answered by its owner alone, with an
+// advertisement ndisc6 accepts; the owner (and only it) joined the VIP's
+// solicited-node group, which is what gets multicast solicitations past a
+// real NIC's filter and an MLD-snooping switch. After kill -9 of the owner
+// another node answers and announces itself with an unsolicited
+// advertisement; deleting the Service withdraws the VIP and leaves the
+// group.
+func TestIPv6VIP(t *testing.T) {
+	s := newScenario(t)
+	s.createPolicy("all", nil)
+	s.createServiceV6("web6")
+	vip := s.waitVIPIn("web6", poolCIDR6)
+
+	owner := s.waitOwner("web6", vip)
+	expectNDPAnsweredOnlyBy(t, vip, owner)
+	if got := ndisc6(t, vip); got != owner.host.MAC.String() {
+		t.Fatalf("ndisc6 %s: %q, want %s", vip, got, owner.host.MAC)
+	}
+	for _, n := range nodes {
+		if got := inGroup(t, n.host.Netns, vip); got != (n == owner) {
+			t.Errorf("%s in the solicited-node group of %s: %v, want %v", n.Name, vip, got, n == owner)
+		}
+	}
+
+	start := client6.mark()
+	t.Logf("kill -9 the agent of %s", owner.Name)
+	if err := owner.Kill9(); err != nil {
+		t.Fatal(err)
+	}
+	next := s.waitOwner("web6", vip, owner)
+	expectNDPAnsweredOnlyBy(t, vip, next)
+	waitFor(t, func() (bool, string) {
+		frames, err := client6.since(start)
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, f := range frames {
+			if f.na.TargetAddress == vip && !f.na.Solicited && f.na.Override && f.dst == netip.IPv6LinkLocalAllNodes() &&
+				f.hopLimit == 255 && f.tlla().String() == next.host.MAC.String() {
+				return true, ""
+			}
+			seen = append(seen, f.String())
+		}
+		return false, fmt.Sprintf("no unsolicited advertisement of %s from %s; advertisements seen: %v", vip, next, seen)
+	})
+	if !inGroup(t, next.host.Netns, vip) {
+		t.Errorf("%s answers for %s but did not join its solicited-node group", next.Name, vip)
+	}
+	ensureAgents(t)
+
+	s.deleteService("web6")
+	waitWithdrawn(t, next, vip)
+	if inGroup(t, next.host.Netns, vip) {
+		t.Errorf("%s withdrew %s but stays in its solicited-node group", next.Name, vip)
+	}
+	if macs, err := client6.probe(vip); err != nil || len(macs) != 0 {
+		t.Fatalf("after the Service is gone, solicitations for %s got answers from %v (%v)", vip, macs, err)
+	}
+}
