@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Stops what make demo started: the agents, the control plane, the network.
+# Stops what make demo started: the agents, kube-proxy, the backends, the
+# control plane, the network.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 dir=${CLUSTER_DIR:-_output/demo}
-for pidfile in "$dir"/agent*.pid; do
+for pidfile in "$dir"/agent*.pid "$dir"/kube-proxy-*.pid "$dir"/httpecho-*.pid; do
 	[[ -f $pidfile ]] || continue
 	kill "$(cat "$pidfile")" 2>/dev/null
 	rm -f "$pidfile"

@@ -11,6 +11,10 @@
 #     namespaces wired by the bridge CNI plugin with herald-ipam, podnet
 #     playing the container runtime) get addresses from their pools; the
 #     nodes' CIDRs in their CiliumNodes; a ping across nodes, IPv4 and IPv6.
+#  4. Traffic: the real kube-proxy on each node, two of those pods serving
+#     the announced Service (an EndpointSlice made here, there is no
+#     kube-controller-manager); curl from the client reaches them through
+#     the VIP, also after the owner's agent is killed.
 #
 # The cluster, agents and namespaces keep running afterwards (DEMO_KEEP=0
 # tears everything down at the end); `make demo-down` removes them.
@@ -164,6 +168,68 @@ for p in web-2 green-1; do
 	run ip netns exec hdemo-pod-web-1 ping -c 2 -W 2 "$(addr "$p" 4)" || true
 	run ip netns exec hdemo-pod-web-1 ping -6 -c 2 -W 2 "$(addr "$p" 6)" || true
 done
+
+step "Traffic: kube-proxy on each node, web-1 and web-2 serve demo/web, curl from the client"
+go build -o "$dir/httpecho" ./test/netlab/cmd/httpecho
+for p in web-1 web-2; do
+	ip netns exec "hdemo-pod-$p" "$dir/httpecho" -listen :80 -name "$p" >>"$dir/httpecho-$p.log" 2>&1 &
+	echo $! >"$dir/httpecho-$p.pid"
+	disown
+done
+kube_proxy=${HERALD_CACHE:-$HOME/.cache/herald}/kube-proxy-$(source install/dev/kube-versions.sh && echo "$KUBE_VERSION")
+i=11
+for n in node1 node2; do
+	# Conntrack sysctls are the host's (or the namespace's): left alone.
+	ip netns exec "hdemo-$n" "$kube_proxy" --kubeconfig "$KUBECONFIG" --hostname-override "$n" \
+		--proxy-mode iptables --healthz-bind-address "198.19.0.$i:10256" --metrics-bind-address 127.0.0.1:10249 \
+		--conntrack-max-per-core 0 --conntrack-tcp-timeout-established 0 --conntrack-tcp-timeout-close-wait 0 \
+		>>"$dir/kube-proxy-$n.log" 2>&1 &
+	echo $! >"$dir/kube-proxy-$n.pid"
+	disown
+	i=$((i + 1))
+done
+# demo/web has no selector: its endpoints are what this EndpointSlice says.
+printf '$ kubectl apply -f - (EndpointSlice demo/web-pods: web-1 on node1, web-2 on node2, port 80)\n'
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: web-pods
+  namespace: demo
+  labels: {kubernetes.io/service-name: web, endpointslice.kubernetes.io/managed-by: herald-demo}
+addressType: IPv4
+ports: [{name: "", port: 80, protocol: TCP}]
+endpoints:
+- {addresses: ["$(addr web-1 4)"], nodeName: node1, conditions: {ready: true}}
+- {addresses: ["$(addr web-2 4)"], nodeName: node2, conditions: {ready: true}}
+YAML
+for i in 11 12; do
+	for _ in $(seq 1 100); do
+		curl -sf "http://198.19.0.$i:10256/healthz" >/dev/null && break
+		sleep 0.2
+	done
+done
+holder=$(kubectl -n kube-system get lease "$lease" -o jsonpath='{.spec.holderIdentity}')
+printf 'VIP %s, announced by %s; its kube-proxy sends each connection to web-1 or web-2\n' "$vip" "$holder"
+for _ in 1 2 3 4; do
+	run ip netns exec hdemo-client curl -sS --max-time 2 "http://$vip/" || true
+done
+
+step "Killing the agent of $holder (kill -9): curl keeps working through the other node"
+kill -9 "$(cat "$dir/agent-$holder.pid")"
+start=$(date +%s.%N)
+for _ in $(seq 1 200); do
+	new=$(kubectl -n kube-system get lease "$lease" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true)
+	[[ -n $new && $new != "$holder" ]] && break
+	sleep 0.1
+done
+printf 'Lease %s now held by %s after %ss; the client now sends to its MAC:\n' "$lease" "$new" "$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')"
+sleep 0.5
+run ip -n hdemo-client neigh show "$vip"
+for _ in 1 2 3 4; do
+	run ip netns exec hdemo-client curl -sS --max-time 2 "http://$vip/" || true
+done
+start_agent "$holder"
 
 if [[ ${DEMO_KEEP:-1} == 0 ]]; then
 	install/dev/demo-down.sh

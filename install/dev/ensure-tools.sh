@@ -2,10 +2,12 @@
 # Installs what the local control plane needs (tests, demo, CI):
 #   - Debian packages: etcd-server (/usr/bin/etcd), iproute2, openssl, curl, jq;
 #     for the eBPF datapath (bpf/): clang, llvm, libbpf-dev (to regenerate the
-#     BPF objects), iputils-arping, ndisc6, tcpdump, bpftool (to test and inspect it)
+#     BPF objects), iputils-arping, ndisc6, tcpdump, bpftool (to test and inspect it);
+#     iptables, nftables, conntrack for kube-proxy
 #   - kube-apiserver, the current version (v1.34.2, built from install/dev/tools)
 #     and the oldest supported one (v1.31.14, from install/dev/tools-v1.31),
-#     into ${HERALD_CACHE:-$HOME/.cache/herald}/kube-apiserver-<version>;
+#     into ${HERALD_CACHE:-$HOME/.cache/herald}/kube-apiserver-<version>, and
+#     kube-proxy of the current version (.../kube-proxy-<version>);
 #     the versions are in kube-versions.sh
 #   - the reference CNI plugins herald-ipam is tested with (bridge, loopback,
 #     host-local), into .../cni-plugins-<version> (ensure-cni-plugins.sh)
@@ -23,7 +25,7 @@ die() { echo "ensure-tools: ERROR: $*" >&2; exit 1; }
 # ---------------------------------------------------------------------------
 # Debian packages
 # ---------------------------------------------------------------------------
-packages=(etcd-server iproute2 openssl curl jq clang llvm libbpf-dev iputils-arping iputils-ping ndisc6 tcpdump bpftool)
+packages=(etcd-server iproute2 openssl curl jq clang llvm libbpf-dev iputils-arping iputils-ping ndisc6 tcpdump bpftool iptables nftables conntrack)
 missing=()
 for p in "${packages[@]}"; do
 	status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
@@ -88,16 +90,18 @@ fi
 [[ -x /usr/bin/etcd ]] || die "/usr/bin/etcd missing after installing etcd-server"
 
 # ---------------------------------------------------------------------------
-# kube-apiserver: the current version and the oldest supported one
+# kube-apiserver: the current version and the oldest supported one;
+# kube-proxy: the current version
 # ---------------------------------------------------------------------------
-# build_apiserver VERSION: builds kube-apiserver VERSION from its tools module
-# (KUBE_TOOLS) into the cache, unless it is there already.
-build_apiserver() {
-	local version="$1"
-	local apiserver="${cache}/kube-apiserver-${version}"
+# build_k8s NAME VERSION: builds k8s.io/kubernetes/cmd/NAME (kube-apiserver,
+# kube-proxy) of VERSION from its tools module (KUBE_TOOLS) into the cache,
+# unless it is there already.
+build_k8s() {
+	local name="$1" version="$2"
+	local binary="${cache}/${name}-${version}"
 	local tools_dir="${here}/${KUBE_TOOLS[$version]:-}"
-	if [[ -x "$apiserver" ]]; then
-		log "kube-apiserver ok (${apiserver})"
+	if [[ -x "$binary" ]]; then
+		log "${name} ok (${binary})"
 		return
 	fi
 
@@ -107,12 +111,12 @@ build_apiserver() {
 	# binary under this name.
 	grep -qxF "require k8s.io/kubernetes ${version}" "${tools_dir}/go.mod" 2>/dev/null ||
 		die "${tools_dir}/go.mod does not require k8s.io/kubernetes ${version} (see KUBE_TOOLS in kube-versions.sh)"
-	command -v go >/dev/null || die "go not found in PATH (needed to build kube-apiserver)"
+	command -v go >/dev/null || die "go not found in PATH (needed to build ${name})"
 	mkdir -p "$cache"
-	tmp="$(mktemp "${apiserver}.tmp.XXXXXX")"
+	tmp="$(mktemp "${binary}.tmp.XXXXXX")"
 	trap 'rm -f "$tmp"' EXIT
 
-	log "building kube-apiserver ${version} from ${tools_dir#"${here}/"} (takes several minutes on a cold cache) ..."
+	log "building ${name} ${version} from ${tools_dir#"${here}/"} (takes several minutes on a cold cache) ..."
 	local start=$SECONDS
 	# GONOSUMDB=k8s.io: the checksum database does not answer for some k8s.io
 	# modules; go.sum in the tools module pins them instead. Scoped to this
@@ -123,16 +127,18 @@ build_apiserver() {
 		GOWORK=off GONOSUMDB=k8s.io go build \
 			-mod=readonly -buildvcs=false -trimpath \
 			-ldflags "-X k8s.io/component-base/version.gitVersion=${version} -X k8s.io/component-base/version.gitMajor=${major} -X k8s.io/component-base/version.gitMinor=${minor}" \
-			-o "$tmp" k8s.io/kubernetes/cmd/kube-apiserver
+			-o "$tmp" "k8s.io/kubernetes/cmd/${name}"
 	)
 	chmod 755 "$tmp"
-	mv -f "$tmp" "$apiserver"
+	mv -f "$tmp" "$binary"
 	trap - EXIT
-	log "kube-apiserver ${version} built in $((SECONDS - start))s (${apiserver})"
+	log "${name} ${version} built in $((SECONDS - start))s (${binary})"
 }
 
-build_apiserver "$KUBE_VERSION"
-build_apiserver "$KUBE_OLDEST_VERSION"
+build_k8s kube-apiserver "$KUBE_VERSION"
+build_k8s kube-apiserver "$KUBE_OLDEST_VERSION"
+# kube-proxy only in the current version: the traffic tests run it.
+build_k8s kube-proxy "$KUBE_VERSION"
 
 # ---------------------------------------------------------------------------
 # Reference CNI plugins (bridge, loopback, host-local)
