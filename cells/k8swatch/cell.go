@@ -2,11 +2,11 @@
 // statedb tables, so that every other cell reads tables, never the API.
 //
 // Reads: Services (all namespaces), CiliumLoadBalancerIPPools; with L2
-// announcements on, CiliumL2AnnouncementPolicies and this agent's Node; with
-// multi-pool IPAM, CiliumPodIPPools, CiliumNodes, every Node, this node's
-// Pods and the Namespaces.
-// Writes: tables services, lb-pools, l2-policies, nodes, pod-ip-pools,
-// cilium-nodes, pods and namespaces.
+// announcements on, CiliumL2AnnouncementPolicies, every Node and the
+// EndpointSlices; with multi-pool IPAM, CiliumPodIPPools, CiliumNodes, every
+// Node, this node's Pods and the Namespaces.
+// Writes: tables services, lb-pools, l2-policies, nodes, endpoint-slices,
+// pod-ip-pools, cilium-nodes, pods and namespaces.
 // Provides: tables.Freshness, with which a new leader waits until services
 // and lb-pools hold at least what the API server holds.
 package k8swatch
@@ -23,7 +23,7 @@ var Cell = cell.Module(
 	"Reflects Kubernetes objects into tables",
 
 	cell.ProvidePrivate(
-		tables.NewServicesTable, tables.NewLBPoolsTable, tables.NewL2PoliciesTable, tables.NewNodesTable,
+		tables.NewServicesTable, tables.NewLBPoolsTable, tables.NewL2PoliciesTable, tables.NewNodesTable, tables.NewEndpointSlicesTable,
 		tables.NewPodIPPoolsTable, tables.NewCiliumNodesTable, tables.NewPodsTable, tables.NewNamespacesTable,
 		newFreshness,
 	),
@@ -33,11 +33,12 @@ var Cell = cell.Module(
 		statedb.RWTable[*tables.LBPool].ToTable,
 		statedb.RWTable[*tables.L2Policy].ToTable,
 		statedb.RWTable[*tables.Node].ToTable,
+		statedb.RWTable[*tables.EndpointSlice].ToTable,
 		statedb.RWTable[*tables.PodIPPool].ToTable,
 		statedb.RWTable[*tables.CiliumNode].ToTable,
 		statedb.RWTable[*tables.Pod].ToTable,
 		statedb.RWTable[*tables.Namespace].ToTable,
 	),
-	cell.Invoke(reflectServices, reflectPools, reflectL2Policies, reflectNodes,
+	cell.Invoke(reflectServices, reflectPools, reflectL2Policies, reflectNodes, reflectEndpointSlices,
 		reflectPodIPPools, reflectCiliumNodes, reflectLocalPods, reflectNamespaces),
 )

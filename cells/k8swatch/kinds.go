@@ -7,6 +7,7 @@ import (
 	"github.com/cilium/hive/job"
 	"github.com/cilium/statedb"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -78,25 +79,37 @@ func reflectL2Policies(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables
 	}).register(jg, nil)
 }
 
-// reflectNodes watches the Nodes: only this agent's own with L2
-// announcements (its labels decide which policies it takes part in), every
-// Node with multi-pool IPAM (routes to their pod CIDRs, and the allocator
-// releases the CIDRs of Nodes that are gone).
+// reflectNodes watches every Node: with L2 announcements, their labels say
+// which nodes a policy selects (this agent's own decide which policies it
+// takes part in; all of them, which node reports a Service nobody can
+// announce); with multi-pool IPAM, routes to their pod CIDRs, and the
+// allocator releases the CIDRs of Nodes that are gone.
 func reflectNodes(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.Node], kube kubernetes.Interface, agent agentconfig.Config, fresh *freshness, log *slog.Logger) {
 	if !agent.EnableL2Announcements && !agent.MultiPool() {
 		return
 	}
-	selector := ""
-	if !agent.MultiPool() {
-		selector = fields.OneTermEqualSelector("metadata.name", agent.Node()).String()
-	}
 	(&reflector[*corev1.Node, *tables.Node]{
 		name: "nodes", db: db, table: tbl, log: log,
-		lw:        listWatch[*corev1.NodeList](kube.CoreV1().Nodes(), selector),
+		lw:        listWatch[*corev1.NodeList](kube.CoreV1().Nodes(), ""),
 		example:   &corev1.Node{},
 		transform: tables.NodeFromK8s,
 		versionOf: func(n *tables.Node) (string, string) { return n.Name, n.ResourceVersion },
 	}).register(jg, fresh)
+}
+
+// reflectEndpointSlices watches the EndpointSlices with L2 announcements
+// on: a Service with externalTrafficPolicy: Local is announced only from a
+// node that runs one of its ready endpoints.
+func reflectEndpointSlices(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.EndpointSlice], kube kubernetes.Interface, agent agentconfig.Config, log *slog.Logger) {
+	if !agent.EnableL2Announcements {
+		return
+	}
+	(&reflector[*discoveryv1.EndpointSlice, *tables.EndpointSlice]{
+		name: "endpoint-slices", db: db, table: tbl, log: log,
+		lw:        listWatch[*discoveryv1.EndpointSliceList](kube.DiscoveryV1().EndpointSlices(metav1.NamespaceAll), ""),
+		example:   &discoveryv1.EndpointSlice{},
+		transform: tables.EndpointSliceFromK8s,
+	}).register(jg, nil)
 }
 
 // The kinds of multi-pool IPAM.

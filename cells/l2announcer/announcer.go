@@ -34,6 +34,7 @@ type announcerParams struct {
 	Services statedb.Table[*tables.Service]
 	Policies statedb.Table[*tables.L2Policy]
 	Nodes    statedb.Table[*tables.Node]
+	Slices   statedb.Table[*tables.EndpointSlice]
 	Devices  statedb.Table[*tables.Device]
 	Announce statedb.RWTable[*tables.L2AnnounceEntry]
 	Health   statedb.RWTable[*tables.L2LeaseHealth]
@@ -91,27 +92,39 @@ func (a *announcer) run(ctx context.Context, health cell.Health) error {
 	freshness := time.NewTicker(a.timings.RetryPeriod)
 	defer freshness.Stop()
 	var (
-		sel                                     selection
-		svcWatch, polWatch, devWatch, nodeWatch <-chan struct{}
+		sel                                              selection
+		svcWatch, polWatch, devWatch, nodeWatch, epWatch <-chan struct{}
+		reported                                         = map[string]bool{} // stranded Services this node reported
 	)
 	for {
 		// The selection only changes with the tables; a freshness tick or a
 		// Lease changing hands just re-syncs what is announced.
-		if sel == nil || closed(svcWatch, polWatch, devWatch, nodeWatch) {
+		if sel == nil || closed(svcWatch, polWatch, devWatch, nodeWatch, epWatch) {
 			txn := a.DB.ReadTxn()
 			var svcs iter.Seq2[*tables.Service, statedb.Revision]
 			var pols iter.Seq2[*tables.L2Policy, statedb.Revision]
 			var devs iter.Seq2[*tables.Device, statedb.Revision]
+			var nodes iter.Seq2[*tables.Node, statedb.Revision]
 			svcs, svcWatch = a.Services.AllWatch(txn)
 			pols, polWatch = a.Policies.AllWatch(txn)
 			devs, devWatch = a.Devices.AllWatch(txn)
-			var node *tables.Node
-			node, _, nodeWatch, _ = a.Nodes.GetWatch(txn, tables.NodeNameIndex.Query(a.node))
+			nodes, nodeWatch = a.Nodes.AllWatch(txn)
+			_, epWatch = a.Slices.AllWatch(txn)
 			var nodeLabels map[string]string
-			if node != nil {
+			if node, _, ok := a.Nodes.Get(txn, tables.NodeNameIndex.Query(a.node)); ok {
 				nodeLabels = node.Labels
 			}
-			sel = selectAnnouncements(statedb.Collect(svcs), statedb.Collect(pols), nodeLabels, statedb.Collect(devs))
+			readyNodes := func(svc string) []string {
+				var out []string
+				for s := range a.Slices.List(txn, tables.EndpointSliceServiceIndex.Query(svc)) {
+					out = append(out, s.ReadyNodes...)
+				}
+				return out
+			}
+			services, policies := statedb.Collect(svcs), statedb.Collect(pols)
+			sel = selectAnnouncements(services, policies, nodeLabels, statedb.Collect(devs),
+				func(svc string) bool { return slices.Contains(readyNodes(svc), a.node) })
+			a.reportStranded(strandedServices(services, policies, statedb.Collect(nodes), readyNodes), services, reported)
 		}
 
 		var leaving []*campaign
@@ -182,7 +195,7 @@ func (a *announcer) waitInitialized(ctx context.Context) error {
 		txn := a.DB.ReadTxn()
 		var pending []<-chan struct{}
 		for _, init := range []func(statedb.ReadTxn) (bool, <-chan struct{}){
-			a.Services.Initialized, a.Policies.Initialized, a.Nodes.Initialized, a.Devices.Initialized,
+			a.Services.Initialized, a.Policies.Initialized, a.Nodes.Initialized, a.Devices.Initialized, a.Slices.Initialized,
 		} {
 			if ok, w := init(txn); !ok {
 				pending = append(pending, w)
@@ -298,6 +311,46 @@ func (a *announcer) recordAnnounced(g *group) {
 // EventAnnounced is the reason of the Event recorded on a Service when a
 // node starts answering for its IPs.
 const EventAnnounced = "L2Announced"
+
+// EventNotAnnounced is the reason of the Warning Event recorded on a Service
+// with externalTrafficPolicy: Local when no node can announce it.
+const EventNotAnnounced = "L2NotAnnounced"
+
+// reportStranded records an Event on each Service that became stranded and
+// that this node reports (the first node the policies select for it), and
+// forgets the ones that are no longer stranded, so that the Event comes
+// again if it strands again.
+func (a *announcer) reportStranded(now []stranded, services []*tables.Service, reported map[string]bool) {
+	still := map[string]bool{}
+	for _, st := range now {
+		if st.reporter != a.node {
+			continue
+		}
+		still[st.service] = true
+		if reported[st.service] {
+			continue
+		}
+		reported[st.service] = true
+		var ips []string
+		for _, svc := range services {
+			if svc.Key() == st.service {
+				for _, ip := range slices.Concat(svc.IngressIPs, svc.ExternalIPs) {
+					ips = append(ips, ip.String())
+				}
+			}
+		}
+		ns, name, _ := strings.Cut(st.service, "/")
+		ref := &corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name}
+		msg := fmt.Sprintf("No node announces %s: externalTrafficPolicy is Local and none of the %d nodes the L2 announcement policies select for it runs a ready endpoint", strings.Join(ips, ", "), st.selected)
+		a.Events.Event(ref, corev1.EventTypeWarning, EventNotAnnounced, msg)
+		a.Log.Warn("Service not announced: no ready local endpoint on any selected node", "service", st.service, "selectedNodes", st.selected)
+	}
+	for svc := range reported {
+		if !still[svc] {
+			delete(reported, svc)
+		}
+	}
+}
 
 // closed reports whether any of the watch channels has fired.
 func closed(watches ...<-chan struct{}) bool {

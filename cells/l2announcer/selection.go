@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -34,8 +36,10 @@ type selection map[string]*group
 // and a policy that selects this node selects it; the policy then contributes
 // the Service's LoadBalancer IPs (loadBalancerIPs: true) and external IPs
 // (externalIPs: true) on the selected devices matching its interface
-// patterns. Only IPv4 is announced (ARP).
-func selectAnnouncements(services []*tables.Service, policies []*tables.L2Policy, nodeLabels map[string]string, devices []*tables.Device) selection {
+// patterns. A Service with externalTrafficPolicy: Local is a candidate only
+// where hasLocalEndpoint says this node runs one of its ready endpoints:
+// kube-proxy drops its traffic on any other node.
+func selectAnnouncements(services []*tables.Service, policies []*tables.L2Policy, nodeLabels map[string]string, devices []*tables.Device, hasLocalEndpoint func(serviceKey string) bool) selection {
 	var active []*tables.L2Policy
 	for _, p := range policies {
 		if p.SelectsNode(nodeLabels) {
@@ -44,7 +48,7 @@ func selectAnnouncements(services []*tables.Service, policies []*tables.L2Policy
 	}
 	perService := map[string]map[tables.L2AnnounceKey]*tables.L2AnnounceEntry{}
 	for _, svc := range services {
-		if svc.LoadBalancerClass != "" && svc.LoadBalancerClass != ClassL2Announcer {
+		if !announcedClass(svc) || (localOnly(svc) && !hasLocalEndpoint(svc.Key())) {
 			continue
 		}
 		for _, p := range active {
@@ -75,6 +79,18 @@ func selectAnnouncements(services []*tables.Service, policies []*tables.L2Policy
 		}
 	}
 	return groupByIP(perService)
+}
+
+// announcedClass: L2 announcements are for Services of no class or of
+// io.cilium/l2-announcer.
+func announcedClass(svc *tables.Service) bool {
+	return svc.LoadBalancerClass == "" || svc.LoadBalancerClass == ClassL2Announcer
+}
+
+// localOnly: the Service's external traffic must stay on a node with an
+// endpoint.
+func localOnly(svc *tables.Service) bool {
+	return svc.ExternalTrafficPolicy == string(corev1.ServiceExternalTrafficPolicyLocal)
 }
 
 // groupByIP joins Services that share an IP into groups (union-find).

@@ -27,6 +27,12 @@ func svc(key string, labels map[string]string, class string, ingress, external [
 	return s
 }
 
+// local makes s a Service with externalTrafficPolicy: Local.
+func local(s *tables.Service) *tables.Service {
+	s.ExternalTrafficPolicy = string(corev1.ServiceExternalTrafficPolicyLocal)
+	return s
+}
+
 func policy(name string, spec v2alpha1.CiliumL2AnnouncementPolicySpec) *tables.L2Policy {
 	p := &v2alpha1.CiliumL2AnnouncementPolicy{Spec: spec}
 	p.Name = name
@@ -59,7 +65,9 @@ func TestSelectAnnouncements(t *testing.T) {
 		services []*tables.Service
 		policies []*tables.L2Policy
 		node     map[string]string
-		want     []string
+		// local are the Services with a ready endpoint on this node.
+		local []string
+		want  []string
 	}{
 		{
 			name:     "no policy, nothing announced",
@@ -129,6 +137,20 @@ func TestSelectAnnouncements(t *testing.T) {
 			},
 		},
 		{
+			name: "externalTrafficPolicy Local: only with a ready endpoint on this node; Cluster regardless",
+			services: []*tables.Service{
+				local(svc("default/local-here", nil, "", []string{"198.18.0.10"}, nil)),
+				local(svc("default/local-elsewhere", nil, "", []string{"198.18.0.11"}, nil)),
+				svc("default/cluster", nil, "", []string{"198.18.0.12"}, nil),
+			},
+			policies: []*tables.L2Policy{policy("p", v2alpha1.CiliumL2AnnouncementPolicySpec{LoadBalancerIPs: true, Interfaces: []string{"^eth0$"}})},
+			local:    []string{"default/local-here"},
+			want: []string{
+				"cilium-l2announce-default-cluster: 198.18.0.12@eth0(default/cluster)",
+				"cilium-l2announce-default-local-here: 198.18.0.10@eth0(default/local-here)",
+			},
+		},
+		{
 			name:     "IPv6 is announced (answered by Neighbor Advertisements), dual-stack Services in one group",
 			services: []*tables.Service{svc("default/a", nil, "", []string{"fd00::200"}, nil), svc("default/b", nil, "", []string{"198.18.0.7", "fd00::7"}, nil)},
 			policies: []*tables.L2Policy{policy("p", lb)},
@@ -144,7 +166,8 @@ func TestSelectAnnouncements(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := render(selectAnnouncements(tt.services, tt.policies, tt.node, devs))
+			got := render(selectAnnouncements(tt.services, tt.policies, tt.node, devs,
+				func(svc string) bool { return slices.Contains(tt.local, svc) }))
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(tt.want, "\n  "))
 			}

@@ -257,6 +257,8 @@ func TestRBACGrants(t *testing.T) {
 		{"create", "", "pods", "", "default"}, {"delete", "", "pods", "", "default"}, {"update", "", "namespaces", "", ""},
 		{"update", "cilium.io", "ciliumnodes", "", ""}, {"delete", "cilium.io", "ciliumpodippools", "", ""},
 		{"update", "cilium.io", "ciliumpodippools", "", ""},
+		// Only with L2 announcements on (externalTrafficPolicy Local).
+		{"list", "discovery.k8s.io", "endpointslices", "", ""},
 	}
 	// Multi-pool IPAM: pools, CiliumNodes, this node's Pods and Namespaces.
 	multiPool := []access{

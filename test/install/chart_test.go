@@ -528,6 +528,8 @@ func TestRBAC(t *testing.T) {
 		gvs("", "events", "create", "patch", "update"),
 		gvs("", "nodes", "get", "list", "watch"),
 		gvs("", "services", "get", "list", "watch"),
+		gvs("discovery.k8s.io", "endpointslices", "get", "list", "watch"), // L2 announcements are on
+
 		gvs("", "services/status", "patch"),
 		gvs("cilium.io", "ciliuml2announcementpolicies", "get", "list", "watch"),
 		gvs("cilium.io", "ciliuml2announcementpolicies/status", "patch"),

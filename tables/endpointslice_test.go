@@ -1,0 +1,38 @@
+package tables
+
+import (
+	"slices"
+	"testing"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestEndpointSliceFromK8s(t *testing.T) {
+	ep := func(node *string, ready *bool) discoveryv1.Endpoint {
+		return discoveryv1.Endpoint{Addresses: []string{"198.18.1.2"}, NodeName: node, Conditions: discoveryv1.EndpointConditions{Ready: ready}}
+	}
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-abc", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		Endpoints: []discoveryv1.Endpoint{
+			ep(ptr.To("node2"), ptr.To(true)),
+			ep(ptr.To("node1"), nil),           // unknown readiness: ready, as the API says
+			ep(ptr.To("node3"), ptr.To(false)), // not ready
+			ep(nil, ptr.To(true)),              // on no node
+			ep(ptr.To("node2"), ptr.To(true)),  // node2 again
+			ep(ptr.To(""), ptr.To(true)),       // empty node name
+		},
+	}
+	row := EndpointSliceFromK8s(s)
+	if row.ServiceKey() != "ns/web" || row.Key() != "ns/web-abc" {
+		t.Fatalf("keys: %q %q", row.ServiceKey(), row.Key())
+	}
+	if want := []string{"node1", "node2"}; !slices.Equal(row.ReadyNodes, want) {
+		t.Fatalf("ReadyNodes = %v, want %v", row.ReadyNodes, want)
+	}
+	s.Labels = nil
+	if row := EndpointSliceFromK8s(s); row.ServiceKey() != "" {
+		t.Fatalf("a slice of no Service: ServiceKey %q", row.ServiceKey())
+	}
+}
