@@ -209,6 +209,11 @@ for i in 11 12; do
 		sleep 0.2
 	done
 done
+# kube-proxy programs the VIP once it has seen the Service and the slice.
+for _ in $(seq 1 50); do
+	ip netns exec hdemo-client curl -s --max-time 1 "http://$vip/" >/dev/null && break
+	sleep 0.2
+done
 holder=$(kubectl -n kube-system get lease "$lease" -o jsonpath='{.spec.holderIdentity}')
 printf 'VIP %s, announced by %s; its kube-proxy sends each connection to web-1 or web-2\n' "$vip" "$holder"
 for _ in 1 2 3 4; do
