@@ -85,6 +85,26 @@ struct {
 	__uint(max_entries, L2_RESPONDER_MAX_ENTRIES);
 } l2_responder_v6 SEC(".maps");
 
+/* Value of l2_responder_conflicts: another host spoke for one of the IPs
+ * this node answers for (an ARP packet with it as sender address, a
+ * Neighbor Advertisement for it, from another MAC). Userspace reports and
+ * removes the entries; the program never answers back (no GARP war). */
+struct l2_conflict {
+	__u64 seen;    /* packets seen (atomic) */
+	__u64 last_ns; /* CLOCK_MONOTONIC of the last one */
+	__u8 mac[6];   /* the other host's MAC, as last seen */
+	__u8 pad[2];
+};
+
+/* Keyed like l2_responder_v6, IPv4 addresses as ::ffff:a.b.c.d. LRU: a
+ * flood of forged packets cannot fill it for good. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct l2_responder_key6);
+	__type(value, struct l2_conflict);
+	__uint(max_entries, 4096);
+} l2_responder_conflicts SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32);
@@ -155,6 +175,53 @@ struct na_frame {
 
 #define NA_ICMP_LEN (sizeof(struct na_frame) - sizeof(struct ethhdr) - sizeof(struct ip6))
 
+/* note_conflict records that mac spoke for ip (16 bytes) on ifindex, an IP
+ * this node answers for with entry, unless mac is the entry's own. */
+static __always_inline void note_conflict(const __u8 *ip, __u32 ifindex, const __u8 *mac,
+					  const struct l2_responder_entry *entry)
+{
+	struct l2_responder_key6 key = {};
+	struct l2_conflict *c, fresh = {};
+	__u8 diff = 0;
+	int i;
+
+#pragma unroll
+	for (i = 0; i < ETH_ALEN; i++)
+		diff |= mac[i] ^ entry->mac[i];
+	if (!diff)
+		return;
+	__builtin_memcpy(key.ip6, ip, 16);
+	key.ifindex = ifindex;
+	c = bpf_map_lookup_elem(&l2_responder_conflicts, &key);
+	if (c) {
+		__sync_fetch_and_add(&c->seen, 1);
+		c->last_ns = bpf_ktime_get_ns();
+		__builtin_memcpy(c->mac, mac, ETH_ALEN);
+		return;
+	}
+	fresh.seen = 1;
+	fresh.last_ns = bpf_ktime_get_ns();
+	__builtin_memcpy(fresh.mac, mac, ETH_ALEN);
+	bpf_map_update_elem(&l2_responder_conflicts, &key, &fresh, BPF_NOEXIST);
+}
+
+/* note_arp_sender notes a conflict when the sender of an ARP packet claims
+ * an IPv4 address this node answers for. */
+static __always_inline void note_arp_sender(const struct arp_frame *f, __u32 ifindex)
+{
+	struct l2_responder_key key = {};
+	struct l2_responder_entry *entry;
+	__u8 mapped[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+	key.ip4 = f->arp.sip;
+	key.ifindex = ifindex;
+	entry = bpf_map_lookup_elem(&l2_responder_v4, &key);
+	if (!entry)
+		return;
+	__builtin_memcpy(&mapped[12], &f->arp.sip, 4);
+	note_conflict(mapped, ifindex, f->arp.sha, entry);
+}
+
 static __always_inline int heartbeat_fresh(void)
 {
 	__u32 zero = 0;
@@ -186,7 +253,12 @@ static __always_inline struct l2_responder_entry *l2_respond(struct arp_frame *f
 	if (f->eth.h_proto != bpf_htons(ETH_P_ARP))
 		return NULL;
 	if (f->arp.htype != bpf_htons(ARPHRD_ETHER) || f->arp.ptype != bpf_htons(ETH_P_IP) ||
-	    f->arp.hlen != ETH_ALEN || f->arp.plen != 4 || f->arp.op != bpf_htons(ARPOP_REQUEST))
+	    f->arp.hlen != ETH_ALEN || f->arp.plen != 4)
+		return NULL;
+	/* Another host using one of our IPs as its own shows in any of its ARP
+	 * packets: replies, gratuitous announcements, its own requests. */
+	note_arp_sender(f, ifindex);
+	if (f->arp.op != bpf_htons(ARPOP_REQUEST))
 		return NULL;
 	/* Gratuitous ARP: an announcement by someone else, not a question. */
 	if (f->arp.sip == f->arp.tip)
@@ -301,6 +373,15 @@ static __always_inline struct l2_responder_entry *l2_respond_v6(const struct ns_
 	if ((bpf_ntohl(ns->ip.vtc_flow) >> 28) != 6 || ns->ip.nexthdr != IPPROTO_ICMPV6 ||
 	    ns->ip.hop_limit != ND_HOP_LIMIT || bpf_ntohs(ns->ip.payload_len) < 24)
 		return NULL;
+	if (ns->type == ND_NEIGHBOR_ADVERT && ns->code == 0) {
+		/* Another host advertising one of our IPv6 addresses. */
+		__builtin_memcpy(key.ip6, ns->target, 16);
+		key.ifindex = ifindex;
+		entry = bpf_map_lookup_elem(&l2_responder_v6, &key);
+		if (entry)
+			note_conflict(ns->target, ifindex, ns->eth.h_source, entry);
+		return NULL;
+	}
 	if (ns->type != ND_NEIGHBOR_SOLICIT || ns->code != 0)
 		return NULL;
 	if (ns->target[0] == 0xff)

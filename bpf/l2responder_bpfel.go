@@ -13,6 +13,14 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type l2responderL2Conflict struct {
+	_      structs.HostLayout
+	Seen   uint64
+	LastNs uint64
+	Mac    [6]uint8
+	Pad    [2]uint8
+}
+
 type l2responderL2ResponderConfig struct {
 	_           structs.HostLayout
 	HeartbeatNs uint64
@@ -89,9 +97,10 @@ type l2responderProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type l2responderMapSpecs struct {
-	L2ResponderConfig *ebpf.MapSpec `ebpf:"l2_responder_config"`
-	L2ResponderV4     *ebpf.MapSpec `ebpf:"l2_responder_v4"`
-	L2ResponderV6     *ebpf.MapSpec `ebpf:"l2_responder_v6"`
+	L2ResponderConfig    *ebpf.MapSpec `ebpf:"l2_responder_config"`
+	L2ResponderConflicts *ebpf.MapSpec `ebpf:"l2_responder_conflicts"`
+	L2ResponderV4        *ebpf.MapSpec `ebpf:"l2_responder_v4"`
+	L2ResponderV6        *ebpf.MapSpec `ebpf:"l2_responder_v6"`
 }
 
 // l2responderVariableSpecs contains global variables before they are loaded into the kernel.
@@ -120,14 +129,16 @@ func (o *l2responderObjects) Close() error {
 //
 // It can be passed to loadL2responderObjects or ebpf.CollectionSpec.LoadAndAssign.
 type l2responderMaps struct {
-	L2ResponderConfig *ebpf.Map `ebpf:"l2_responder_config"`
-	L2ResponderV4     *ebpf.Map `ebpf:"l2_responder_v4"`
-	L2ResponderV6     *ebpf.Map `ebpf:"l2_responder_v6"`
+	L2ResponderConfig    *ebpf.Map `ebpf:"l2_responder_config"`
+	L2ResponderConflicts *ebpf.Map `ebpf:"l2_responder_conflicts"`
+	L2ResponderV4        *ebpf.Map `ebpf:"l2_responder_v4"`
+	L2ResponderV6        *ebpf.Map `ebpf:"l2_responder_v6"`
 }
 
 func (m *l2responderMaps) Close() error {
 	return _L2responderClose(
 		m.L2ResponderConfig,
+		m.L2ResponderConflicts,
 		m.L2ResponderV4,
 		m.L2ResponderV6,
 	)

@@ -20,6 +20,9 @@ type Pinned struct {
 	AnswersFor time.Duration
 	// NeverRefreshed is true until the agent's first heartbeat.
 	NeverRefreshed bool
+	// Conflicts are other hosts' packets for the node's addresses not yet
+	// collected by the agent (it reports and removes them every second).
+	Conflicts []Conflict
 }
 
 // ReadPinned reads the maps pinned in pinDir (<bpf-root>/herald) without
@@ -59,6 +62,12 @@ func ReadPinned(pinDir string) (*Pinned, error) {
 		return nil, errors.New("bpf: reading CLOCK_MONOTONIC")
 	}
 	p := &Pinned{Entries: entries, NeverRefreshed: cfg.HeartbeatNs == 0}
+	if cm, err := ebpf.LoadPinnedMap(filepath.Join(pinDir, MapConflicts), ro); err == nil {
+		defer cm.Close()
+		if p.Conflicts, err = conflictsOf(cm, uint64(ts.Nano())); err != nil {
+			return nil, err
+		}
+	}
 	if !p.NeverRefreshed {
 		deadline := int64(cfg.HeartbeatNs + cfg.MaxAgeNs)
 		p.AnswersFor = time.Duration(deadline - ts.Nano())

@@ -403,3 +403,78 @@ func TestProgramNDP(t *testing.T) {
 		})
 	}
 }
+
+// TestProgramConflicts: another host speaking for an IP this node answers
+// for is recorded in l2_responder_conflicts (and its packet passes on,
+// unanswered); this node's own MAC is not a conflict.
+func TestProgramConflicts(t *testing.T) {
+	rogue := net.HardwareAddr{0x02, 0xcc, 0, 0, 0, 0x03}
+	for _, mode := range []Mode{ModeXDP, ModeTCX} {
+		t.Run(string(mode), func(t *testing.T) {
+			r := loadT(t, mode, "")
+			for _, vip := range []netip.Addr{vipIP, vipIP6} {
+				if _, err := r.Upsert(vip, testRunIfindex, answerAs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := r.Heartbeat(time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			run := func(in []byte) {
+				t.Helper()
+				if _, err := r.prog.Run(&ebpf.RunOptions{Data: in, DataOut: make([]byte, len(in)+256)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			conflicts := func() map[netip.Addr]Conflict {
+				t.Helper()
+				cs, err := r.Conflicts()
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := map[netip.Addr]Conflict{}
+				for _, c := range cs {
+					out[c.IP] = c
+				}
+				return out
+			}
+			zero := make(net.HardwareAddr, 6)
+			// Ours: no conflict.
+			run(arpFrame(bcast, 1, 0x0800, 6, 4, 1, answerAs, vipIP, zero, vipIP))
+			run(wantNA(reqMAC, reqIP6, true)) // sent by answerAs
+			if cs := conflicts(); len(cs) != 0 {
+				t.Fatalf("this node's own packets recorded as conflicts: %v", cs)
+			}
+			// A gratuitous ARP, a reply and a request of the rogue's, all with
+			// the VIP as sender address.
+			run(arpFrame(bcast, 1, 0x0800, 6, 4, 1, rogue, vipIP, zero, vipIP))
+			run(arpFrame(reqMAC, 1, 0x0800, 6, 4, 2, rogue, vipIP, reqMAC, reqIP))
+			run(arpFrame(bcast, 1, 0x0800, 6, 4, 1, rogue, vipIP, zero, reqIP))
+			// An advertisement of the IPv6 VIP from the rogue.
+			m := []byte{136, 0, 0, 0, 0x20, 0, 0, 0}
+			m = append(m, vipIP6.AsSlice()...)
+			m = append(m, 2, 1)
+			m = append(m, rogue...)
+			run(ipv6Frame(net.HardwareAddr{0x33, 0x33, 0, 0, 0, 1}, rogue, netip.MustParseAddr("fd00:18::99"), netip.MustParseAddr("ff02::1"), 255, m))
+			// Someone else's address: nothing.
+			run(arpFrame(bcast, 1, 0x0800, 6, 4, 1, rogue, reqIP, zero, reqIP))
+
+			cs := conflicts()
+			if c := cs[vipIP]; c.Seen != 3 || c.MAC.String() != rogue.String() || c.Ifindex != testRunIfindex || c.Ago < 0 || c.Ago > time.Minute {
+				t.Errorf("IPv4 conflict: %+v, want 3 packets from %s", c, rogue)
+			}
+			if c := cs[vipIP6]; c.Seen != 1 || c.MAC.String() != rogue.String() {
+				t.Errorf("IPv6 conflict: %+v, want 1 packet from %s", c, rogue)
+			}
+			if len(cs) != 2 {
+				t.Errorf("conflicts: %v, want the two VIPs only", cs)
+			}
+			if err := r.ForgetConflict(vipIP, testRunIfindex); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := conflicts()[vipIP]; ok {
+				t.Error("ForgetConflict left the entry")
+			}
+		})
+	}
+}

@@ -53,10 +53,11 @@ const (
 	MapResponderV4 = "l2_responder_v4"
 	MapResponderV6 = "l2_responder_v6"
 	MapConfig      = "l2_responder_config"
+	MapConflicts   = "l2_responder_conflicts"
 )
 
 // pinnedMaps are the maps Load pins.
-var pinnedMaps = []string{MapResponderV4, MapResponderV6, MapConfig}
+var pinnedMaps = []string{MapResponderV4, MapResponderV6, MapConfig, MapConflicts}
 
 const (
 	progXDP = "l2_responder_xdp"
@@ -90,6 +91,9 @@ type Responder struct {
 	v4     *ebpf.Map
 	v6     *ebpf.Map
 	config *ebpf.Map
+	// conflicts records other hosts speaking for the IPs this node answers
+	// for.
+	conflicts *ebpf.Map
 
 	mu     sync.Mutex
 	links  map[int]*attachment
@@ -167,7 +171,9 @@ func Load(mode Mode, pinDir string) (*Responder, error) {
 		v4:     coll.Maps[MapResponderV4],
 		v6:     coll.Maps[MapResponderV6],
 		config: coll.Maps[MapConfig],
-		links:  make(map[int]*attachment),
+
+		conflicts: coll.Maps[MapConflicts],
+		links:     make(map[int]*attachment),
 	}
 	return r, nil
 }
@@ -480,6 +486,93 @@ func entriesOf(v4, v6 *ebpf.Map) ([]Entry, error) {
 	return out, nil
 }
 
+// Conflict is an entry of l2_responder_conflicts: another host spoke for IP
+// on Ifindex (an ARP packet with IP as its sender address, a Neighbor
+// Advertisement for it) while this node answered for it.
+type Conflict struct {
+	IP      netip.Addr
+	Ifindex int
+	MAC     net.HardwareAddr // the other host's, as last seen
+	Seen    uint64           // packets
+	// Ago is how long ago the last one was seen.
+	Ago time.Duration
+}
+
+// Conflicts returns the entries of l2_responder_conflicts.
+func (r *Responder) Conflicts() ([]Conflict, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, errClosed
+	}
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return nil, fmt.Errorf("bpf: reading CLOCK_MONOTONIC: %w", err)
+	}
+	return conflictsOf(r.conflicts, uint64(ts.Nano()))
+}
+
+// conflictsOf reads an l2_responder_conflicts map; now is CLOCK_MONOTONIC.
+func conflictsOf(m *ebpf.Map, now uint64) ([]Conflict, error) {
+	var (
+		key   l2responderL2ResponderKey6
+		value l2responderL2Conflict
+		out   []Conflict
+	)
+	it := m.Iterate()
+	for it.Next(&key, &value) {
+		out = append(out, Conflict{
+			IP:      netip.AddrFrom16(key.Ip6).Unmap(),
+			Ifindex: int(key.Ifindex),
+			MAC:     slices.Clone(net.HardwareAddr(value.Mac[:])),
+			Seen:    value.Seen,
+			Ago:     time.Duration(now - value.LastNs),
+		})
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("bpf: iterating %s: %w", MapConflicts, err)
+	}
+	return out, nil
+}
+
+// ForgetConflict removes the conflict entry of ip on ifindex: the next
+// packet of another host for it creates a new one.
+func (r *Responder) ForgetConflict(ip netip.Addr, ifindex int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return errClosed
+	}
+	// As16 maps IPv4 to ::ffff:a.b.c.d, as the program keys it.
+	key := l2responderL2ResponderKey6{Ip6: ip.As16(), Ifindex: uint32(ifindex)}
+	if err := r.conflicts.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("bpf: forgetting the conflict for %v on ifindex %d: %w", ip, ifindex, err)
+	}
+	return nil
+}
+
+// Has reports whether the responder has an entry for ip on ifindex.
+func (r *Responder) Has(ip netip.Addr, ifindex int) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false, errClosed
+	}
+	m, key, err := r.mapKey(ip, ifindex)
+	if err != nil {
+		return false, err
+	}
+	var v l2responderL2ResponderEntry
+	switch err := m.Lookup(key, &v); {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ebpf.ErrKeyNotExist):
+		return false, nil
+	default:
+		return false, fmt.Errorf("bpf: looking up %v on ifindex %d: %w", ip, ifindex, err)
+	}
+}
+
 // Heartbeat tells the datapath that the agent is alive: the responder
 // answers only while less than maxAge has passed since the last Heartbeat.
 // Until the first Heartbeat it answers nothing. The time is CLOCK_MONOTONIC,
@@ -520,7 +613,7 @@ func (r *Responder) Close() error {
 		}
 	}
 	clear(r.links)
-	for _, c := range []interface{ Close() error }{r.prog, r.v4, r.v6, r.config} {
+	for _, c := range []interface{ Close() error }{r.prog, r.v4, r.v6, r.config, r.conflicts} {
 		if err := c.Close(); err != nil {
 			errs = append(errs, err)
 		}

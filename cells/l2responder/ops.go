@@ -8,6 +8,7 @@ import (
 	"net/netip"
 
 	"github.com/cilium/statedb"
+	"github.com/cilium/statedb/reconciler"
 
 	"github.com/heraldlb/herald/cells/internal/neigh"
 	"github.com/heraldlb/herald/tables"
@@ -23,13 +24,78 @@ type mapOps struct {
 	// announce sends a gratuitous ARP (IPv4) or an unsolicited Neighbor
 	// Advertisement (IPv6).
 	announce func(ifindex int, ip netip.Addr, mac net.HardwareAddr) error
+	// probe asks the LAN whether another host uses the addresses
+	// (neigh.Probe); conflicts reports the ones that do.
+	probe     func(ifindex int, self net.HardwareAddr, ips []netip.Addr) (map[netip.Addr]net.HardwareAddr, error)
+	conflicts *conflicts
 }
 
-// Update programs one entry. An entry new to the map means this node just
-// took the IP over: it announces itself (gratuitous ARP, unsolicited
-// Neighbor Advertisement) so neighbours update their caches at once instead
-// of when their entries expire.
-func (o *mapOps) Update(_ context.Context, _ statedb.ReadTxn, _ statedb.Revision, e *tables.L2AnnounceEntry) error {
+// Update programs one entry (the reconciler's retries come here; new
+// entries in bulk go through UpdateBatch).
+func (o *mapOps) Update(ctx context.Context, txn statedb.ReadTxn, rev statedb.Revision, e *tables.L2AnnounceEntry) error {
+	batch := []reconciler.BatchEntry[*tables.L2AnnounceEntry]{{Object: e, Revision: rev}}
+	o.UpdateBatch(ctx, txn, batch)
+	return batch[0].Result
+}
+
+// UpdateBatch programs entries. An address new to the map is probed first
+// (all new ones of an interface in one round): if another host answers for
+// it, the entry is not programmed, the conflict is reported, and the
+// entry's error makes the reconciler retry (probe again) later.
+func (o *mapOps) UpdateBatch(_ context.Context, _ statedb.ReadTxn, batch []reconciler.BatchEntry[*tables.L2AnnounceEntry]) {
+	type port struct {
+		ifindex int
+		mac     string
+	}
+	fresh := map[port][]int{} // indexes into batch of the entries to probe
+	for i := range batch {
+		e := batch[i].Object
+		has, err := o.h.get().Has(e.IP, e.Ifindex)
+		switch {
+		case err != nil:
+			batch[i].Result = err
+		case !has:
+			p := port{e.Ifindex, e.MAC}
+			fresh[p] = append(fresh[p], i)
+		}
+	}
+	for p, idx := range fresh {
+		ips := make([]netip.Addr, len(idx))
+		for j, i := range idx {
+			ips[j] = batch[i].Object.IP
+		}
+		found, err := o.probe(p.ifindex, batch[idx[0]].Object.HardwareAddr(), ips)
+		if err != nil {
+			// Probing is a safety net: without it the addresses are still
+			// this node's to announce.
+			o.log.Warn("Cannot probe for address conflicts; announcing without", "ifindex", p.ifindex, "error", err)
+		}
+		for _, i := range idx {
+			e := batch[i].Object
+			if other, ok := found[e.IP]; ok {
+				batch[i].Result = o.conflicts.found(e, other, whenProbing)
+			}
+		}
+	}
+	for i := range batch {
+		if batch[i].Result == nil {
+			batch[i].Result = o.program(batch[i].Object)
+		}
+	}
+}
+
+// DeleteBatch withdraws entries.
+func (o *mapOps) DeleteBatch(ctx context.Context, txn statedb.ReadTxn, batch []reconciler.BatchEntry[*tables.L2AnnounceEntry]) {
+	for i := range batch {
+		batch[i].Result = o.Delete(ctx, txn, batch[i].Revision, batch[i].Object)
+	}
+}
+
+// program puts one entry into the map. An entry new to the map means this
+// node just took the IP over: it announces itself (gratuitous ARP,
+// unsolicited Neighbor Advertisement) so neighbours update their caches at
+// once instead of when their entries expire.
+func (o *mapOps) program(e *tables.L2AnnounceEntry) error {
 	mac := e.HardwareAddr()
 	created, err := o.h.get().Upsert(e.IP, e.Ifindex, mac)
 	if err != nil {
@@ -54,6 +120,7 @@ func (o *mapOps) Update(_ context.Context, _ statedb.ReadTxn, _ statedb.Revision
 
 func (o *mapOps) Delete(_ context.Context, _ statedb.ReadTxn, _ statedb.Revision, e *tables.L2AnnounceEntry) error {
 	o.log.Info("Withdrawing", "ip", e.IP, "interface", e.NetworkInterface)
+	o.conflicts.forget(e)
 	if err := o.h.get().Delete(e.IP, e.Ifindex); err != nil {
 		return err
 	}

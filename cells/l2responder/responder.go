@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/reconciler"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/bpf"
 	"github.com/heraldlb/herald/cells/internal/neigh"
@@ -35,6 +36,7 @@ type params struct {
 	Devices   statedb.Table[*tables.Device]
 	Announce  statedb.RWTable[*tables.L2AnnounceEntry]
 	Health    statedb.Table[*tables.L2LeaseHealth]
+	Events    record.EventRecorder
 	Metrics   prometheus.Registerer `optional:"true"`
 }
 
@@ -113,9 +115,17 @@ func registerResponder(p params) error {
 	if p.Metrics != nil {
 		p.Metrics.MustRegister(m)
 	}
+	cf := newConflicts(p.Agent.Node(), p.Log, p.Events)
+	if p.Metrics != nil {
+		p.Metrics.MustRegister(cf.counter)
+	}
 	nd := neigh.NewNDP()
 	p.Lifecycle.Append(cell.Hook{OnStop: func(cell.HookContext) error { return nd.Close() }})
-	ops := &mapOps{h: h, log: p.Log, ndp: nd, announce: func(ifindex int, ip netip.Addr, mac net.HardwareAddr) error {
+	ops := &mapOps{h: h, log: p.Log, ndp: nd, conflicts: cf,
+		probe: func(ifindex int, self net.HardwareAddr, ips []netip.Addr) (map[netip.Addr]net.HardwareAddr, error) {
+			return neigh.Probe(ifindex, self, ips, probeWait)
+		}}
+	ops.announce = func(ifindex int, ip netip.Addr, mac net.HardwareAddr) error {
 		if ip.Is6() {
 			err := nd.Advertise(ifindex, ip, mac)
 			if err == nil {
@@ -128,7 +138,12 @@ func registerResponder(p params) error {
 			m.garps.Inc()
 		}
 		return err
-	}}
+	}
+	// What the program notices while this node answers: another host
+	// speaking for one of its addresses.
+	p.Jobs.Add(job.Timer("conflicts", func(context.Context) error {
+		return cf.poll(h.get(), p.DB.ReadTxn(), p.Announce)
+	}, time.Second))
 	p.Jobs.Add(job.OneShot("attach", func(ctx context.Context, health cell.Health) error {
 		return attachLoop(ctx, p, h, ops, health)
 	}))
@@ -136,7 +151,7 @@ func registerResponder(p params) error {
 		(*tables.L2AnnounceEntry).Clone,
 		(*tables.L2AnnounceEntry).SetStatus,
 		(*tables.L2AnnounceEntry).GetStatus,
-		ops, nil,
+		ops, ops,
 		reconciler.WithRetry(50*time.Millisecond, 10*time.Second),
 		// A full pass every minute removes strays: map entries nobody wants
 		// (left by a crash, or written by hand).
@@ -145,6 +160,11 @@ func registerResponder(p params) error {
 	)
 	return err
 }
+
+// probeWait is how long a probe for address conflicts listens for answers
+// before this node starts answering (neigh.Probe). A host on the LAN
+// answers within a millisecond; the wait delays a takeover by this much.
+const probeWait = 100 * time.Millisecond
 
 // handle gives the jobs and the metrics the responder loaded at start.
 type handle struct{ r atomic.Pointer[bpf.Responder] }

@@ -528,7 +528,6 @@ func TestRBAC(t *testing.T) {
 		gvs("", "events", "create", "patch", "update"),
 		gvs("", "nodes", "get", "list", "watch"),
 		gvs("", "services", "get", "list", "watch"),
-		gvs("discovery.k8s.io", "endpointslices", "get", "list", "watch"), // L2 announcements are on
 
 		gvs("", "services/status", "patch"),
 		gvs("cilium.io", "ciliuml2announcementpolicies", "get", "list", "watch"),
@@ -541,6 +540,16 @@ func TestRBAC(t *testing.T) {
 	})
 	if got := flatten(cr.Rules); !reflect.DeepEqual(got, wantCluster) {
 		t.Errorf("ClusterRole grants\n%v\nwant\n%v", got, wantCluster)
+	}
+	// With L2 announcements on, and only then: EndpointSlices.
+	var crL2 rbacv1.ClusterRole
+	render(t, helmrender.Options{Set: []string{"l2announcements.enabled=true"}}).typed(t, "ClusterRole", &crL2)
+	wantL2 := slices.Concat(wantCluster, gvs("discovery.k8s.io", "endpointslices", "get", "list", "watch"))
+	slices.SortFunc(wantL2, func(a, b grant) int {
+		return strings.Compare(a.group+"/"+a.resource+"/"+a.verb, b.group+"/"+b.resource+"/"+b.verb)
+	})
+	if got := flatten(crL2.Rules); !reflect.DeepEqual(got, wantL2) {
+		t.Errorf("ClusterRole grants with L2 announcements\n%v\nwant\n%v", got, wantL2)
 	}
 	wantRole := gvs("coordination.k8s.io", "leases", "create", "delete", "get", "list", "update", "watch")
 	if got := flatten(role.Rules); !reflect.DeepEqual(got, wantRole) {

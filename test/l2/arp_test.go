@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/heraldlb/herald/test/netlab"
 	"github.com/mdlayher/packet"
 	"golang.org/x/sys/unix"
 )
@@ -87,85 +86,23 @@ func parseARP(b []byte) (arpFrame, bool) {
 }
 
 // arpClient sends ARP requests from the client namespace's eth0 and
-// captures every ARP frame arriving there (AF_PACKET), for the whole run.
+// captures every ARP frame arriving there, for the whole run.
 type arpClient struct {
-	conn *packet.Conn
-	mac  net.HardwareAddr
-	ip   netip.Addr
-
-	mu      sync.Mutex
-	frames  []arpFrame
-	readErr error
-	done    chan struct{}
+	*capture[arpFrame]
+	ip netip.Addr
 }
 
-// openARPClient opens the AF_PACKET socket inside netns ns and starts
-// capturing.
+// openARPClient opens the capture inside netns ns.
 func openARPClient(ns string, ip netip.Addr) (*arpClient, error) {
-	c := &arpClient{ip: ip, done: make(chan struct{})}
-	err := netlab.InNetns(ns, func() error {
-		ifi, err := net.InterfaceByName(devName)
-		if err != nil {
-			return err
-		}
-		conn, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_ARP, nil)
-		if err != nil {
-			return fmt.Errorf("AF_PACKET socket on %s: %w", devName, err)
-		}
-		c.conn, c.mac = conn, ifi.HardwareAddr
-		return nil
+	c, err := openCapture(ns, unix.ETH_P_ARP, func(b []byte, seq int, at time.Time) (arpFrame, bool) {
+		f, ok := parseARP(b)
+		f.seq, f.at = seq, at
+		return f, ok
 	})
 	if err != nil {
 		return nil, err
 	}
-	go c.readLoop()
-	return c, nil
-}
-
-func (c *arpClient) readLoop() {
-	defer close(c.done)
-	buf := make([]byte, 2048)
-	for {
-		n, _, err := c.conn.ReadFrom(buf)
-		if err != nil {
-			c.mu.Lock()
-			c.readErr = err
-			c.mu.Unlock()
-			return
-		}
-		f, ok := parseARP(buf[:n])
-		if !ok {
-			continue
-		}
-		c.mu.Lock()
-		f.seq, f.at = len(c.frames), time.Now()
-		c.frames = append(c.frames, f)
-		c.mu.Unlock()
-	}
-}
-
-func (c *arpClient) close() {
-	_ = c.conn.Close()
-	<-c.done
-}
-
-// mark returns the capture position: frames captured from now on have a
-// seq >= mark.
-func (c *arpClient) mark() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.frames)
-}
-
-// since returns the frames captured from position seq on, and the capture's
-// error if it stopped.
-func (c *arpClient) since(seq int) ([]arpFrame, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if seq > len(c.frames) {
-		seq = len(c.frames)
-	}
-	return slices.Clone(c.frames[seq:]), c.readErr
+	return &arpClient{capture: c, ip: ip}, nil
 }
 
 // request broadcasts "who has ip, tell <client>" as a host would.

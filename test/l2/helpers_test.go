@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/test/agentproc"
@@ -146,7 +147,11 @@ func (s *scenario) cleanup() {
 
 // createService creates a LoadBalancer Service labelled for the scenario's
 // policies.
-func (s *scenario) createService(name string) {
+func (s *scenario) createService(name string) { s.createServiceWith(name, nil) }
+
+// createServiceWith creates a LoadBalancer Service labelled for the
+// scenario's policies, port 80; edit changes it before it is created.
+func (s *scenario) createServiceWith(name string, edit func(*corev1.Service)) {
 	s.t.Helper()
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{testLabel: s.label}},
@@ -155,8 +160,19 @@ func (s *scenario) createService(name string) {
 			Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}},
 		},
 	}
+	if edit != nil {
+		edit(svc)
+	}
 	if _, err := kube.CoreV1().Services(s.ns).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
 		s.t.Fatalf("creating service %s/%s: %v", s.ns, name, err)
+	}
+}
+
+// singleStack makes a Service single-stack of the family.
+func singleStack(family corev1.IPFamily) func(*corev1.Service) {
+	return func(svc *corev1.Service) {
+		svc.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicySingleStack)
+		svc.Spec.IPFamilies = []corev1.IPFamily{family}
 	}
 }
 

@@ -72,6 +72,7 @@ var (
 
 	nodes      []*node
 	clientHost *netlab.Host // hl2-client
+	rogueHost  *netlab.Host // hl2-rogue: a host that uses a VIP as its own
 	client     *arpClient
 	client6    *ndpClient
 )
@@ -165,6 +166,9 @@ func setup(agentBin, dbgBin string) error {
 	if clientHost, err = lan.Add("client", clientHostNum); err != nil {
 		return fmt.Errorf("building the LAN: %w", err)
 	}
+	if rogueHost, err = lan.Add("rogue", rogueHostNum); err != nil {
+		return fmt.Errorf("building the LAN: %w", err)
+	}
 	if err := checkPlan(lan, names); err != nil {
 		return fmt.Errorf("building the LAN: %w", err)
 	}
@@ -192,6 +196,9 @@ func setup(agentBin, dbgBin string) error {
 			DbgBin:     dbgBin,
 			Kubeconfig: c.Kubeconfig,
 			Namespace:  leaseNS,
+			// On the node's LAN address: the test scrapes it from the root
+			// namespace.
+			MetricsAddr: h.IP.String() + ":9962",
 			Args: []string{
 				"--enable-l2-announcements",
 				"--devices", devName,

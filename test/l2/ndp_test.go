@@ -1,7 +1,6 @@
 package l2
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"net"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,9 +15,6 @@ import (
 	"github.com/mdlayher/packet"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/heraldlb/herald/test/netlab"
 )
 
 // naFrame is one Neighbor Advertisement seen on the client's eth0.
@@ -51,57 +46,20 @@ func (f naFrame) String() string {
 // ndpClient sends Neighbor Solicitations from the client namespace's eth0
 // and captures every Neighbor Advertisement arriving there.
 type ndpClient struct {
-	conn *packet.Conn
-	mac  net.HardwareAddr
-	ip   netip.Addr
-
-	mu      sync.Mutex
-	frames  []naFrame
-	readErr error
-	done    chan struct{}
+	*capture[naFrame]
+	ip netip.Addr
 }
 
 func openNDPClient(ns string, ip netip.Addr) (*ndpClient, error) {
-	c := &ndpClient{ip: ip, done: make(chan struct{})}
-	err := netlab.InNetns(ns, func() error {
-		ifi, err := net.InterfaceByName(devName)
-		if err != nil {
-			return err
-		}
-		conn, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_IPV6, nil)
-		if err != nil {
-			return fmt.Errorf("AF_PACKET socket on %s: %w", devName, err)
-		}
-		c.conn, c.mac = conn, ifi.HardwareAddr
-		return nil
+	c, err := openCapture(ns, unix.ETH_P_IPV6, func(b []byte, seq int, at time.Time) (naFrame, bool) {
+		f, ok := parseNA(b)
+		f.seq, f.at = seq, at
+		return f, ok
 	})
 	if err != nil {
 		return nil, err
 	}
-	go c.readLoop()
-	return c, nil
-}
-
-func (c *ndpClient) readLoop() {
-	defer close(c.done)
-	buf := make([]byte, 2048)
-	for {
-		n, _, err := c.conn.ReadFrom(buf)
-		if err != nil {
-			c.mu.Lock()
-			c.readErr = err
-			c.mu.Unlock()
-			return
-		}
-		f, ok := parseNA(buf[:n])
-		if !ok {
-			continue
-		}
-		c.mu.Lock()
-		f.seq, f.at = len(c.frames), time.Now()
-		c.frames = append(c.frames, f)
-		c.mu.Unlock()
-	}
+	return &ndpClient{capture: c, ip: ip}, nil
 }
 
 // parseNA parses Ethernet + IPv6 (no extension headers) + ICMPv6 Neighbor
@@ -128,23 +86,6 @@ func parseNA(b []byte) (naFrame, bool) {
 		hopLimit: ip[7],
 		na:       na,
 	}, true
-}
-
-func (c *ndpClient) close() {
-	_ = c.conn.Close()
-	<-c.done
-}
-
-func (c *ndpClient) mark() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.frames)
-}
-
-func (c *ndpClient) since(seq int) ([]naFrame, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.frames[min(seq, len(c.frames)):]), c.readErr
 }
 
 // solicit sends a Neighbor Solicitation for target to its solicited-node
@@ -258,25 +199,6 @@ func inGroup(t testing.TB, ns string, vip netip.Addr) bool {
 	return false
 }
 
-// createServiceV6 creates an IPv6-only LoadBalancer Service for the
-// scenario's policies.
-func (s *scenario) createServiceV6(name string) {
-	s.t.Helper()
-	single := corev1.IPFamilyPolicySingleStack
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{testLabel: s.label}},
-		Spec: corev1.ServiceSpec{
-			Type:           corev1.ServiceTypeLoadBalancer,
-			IPFamilyPolicy: &single,
-			IPFamilies:     []corev1.IPFamily{corev1.IPv6Protocol},
-			Ports:          []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}},
-		},
-	}
-	if _, err := kube.CoreV1().Services(s.ns).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
-		s.t.Fatalf("creating service %s/%s: %v", s.ns, name, err)
-	}
-}
-
 // TestIPv6VIP: an IPv6 VIP is answered by its owner alone, with an
 // advertisement ndisc6 accepts; the owner (and only it) joined the VIP's
 // solicited-node group, which is what gets multicast solicitations past a
@@ -287,7 +209,7 @@ func (s *scenario) createServiceV6(name string) {
 func TestIPv6VIP(t *testing.T) {
 	s := newScenario(t)
 	s.createPolicy("all", nil)
-	s.createServiceV6("web6")
+	s.createServiceWith("web6", singleStack(corev1.IPv6Protocol))
 	vip := s.waitVIPIn("web6", poolCIDR6)
 
 	owner := s.waitOwner("web6", vip)

@@ -28,6 +28,9 @@ const (
 	// clientHostNum places the ARP client at 198.18.0.100, away from the
 	// nodes (.11 upwards).
 	clientHostNum = 100
+	// rogueHostNum places the host that takes a VIP for itself (the
+	// address conflict tests) at 198.18.0.150.
+	rogueHostNum = 150
 )
 
 var (

@@ -91,22 +91,12 @@ func setupTraffic() error {
 // created), with an EndpointSlice listing the pod of every node.
 func (s *scenario) createBackedService(name string, family corev1.IPFamily, edit func(*corev1.Service)) {
 	s.t.Helper()
-	single := corev1.IPFamilyPolicySingleStack
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{testLabel: s.label}},
-		Spec: corev1.ServiceSpec{
-			Type:           corev1.ServiceTypeLoadBalancer,
-			IPFamilyPolicy: &single,
-			IPFamilies:     []corev1.IPFamily{family},
-			Ports:          []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}},
-		},
-	}
-	if edit != nil {
-		edit(svc)
-	}
-	if _, err := kube.CoreV1().Services(s.ns).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
-		s.t.Fatalf("creating service %s/%s: %v", s.ns, name, err)
-	}
+	s.createServiceWith(name, func(svc *corev1.Service) {
+		singleStack(family)(svc)
+		if edit != nil {
+			edit(svc)
+		}
+	})
 	s.setEndpoints(name, family, nodes...)
 }
 

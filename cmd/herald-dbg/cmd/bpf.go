@@ -47,7 +47,19 @@ func bpfCmd() *cobra.Command {
 				}
 				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\n", e.IP, e.Ifindex, e.MAC, answers, e.ResponsesSent)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if len(p.Conflicts) > 0 {
+				fmt.Println("\nOther hosts speaking for these addresses (not yet collected by the agent):")
+				tw = tabwriter.NewWriter(os.Stdout, 0, 0, 3, ' ', 0)
+				fmt.Fprintln(tw, "IP\tIFINDEX\tOTHER_MAC\tPACKETS\tLAST")
+				for _, c := range p.Conflicts {
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%.1fs ago\n", c.IP, c.Ifindex, c.MAC, c.Seen, c.Ago.Seconds())
+				}
+				return tw.Flush()
+			}
+			return nil
 		},
 	})
 	return root
