@@ -2,6 +2,7 @@ package tables
 
 import (
 	"math/big"
+	"strings"
 	"testing"
 )
 
@@ -90,4 +91,31 @@ func FuzzParseBlock(f *testing.F) {
 			t.Fatalf("block does not overlap itself: %+v", b)
 		}
 	})
+}
+
+// TestParseBlockRejectsMappedRange: a block that reaches into the
+// IPv4-mapped addresses would hand out IPv4 addresses written as IPv6 (the
+// fuzzer found "::/80", whose last address is ::ffff:255.255.255.255).
+func TestParseBlockRejectsMappedRange(t *testing.T) {
+	for _, tt := range []struct {
+		cidr, start, stop string
+		ok                bool
+	}{
+		{cidr: "::/80"},
+		{cidr: "::/0"},
+		{cidr: "::fffe:0:0/95"},
+		{start: "::fffe:ffff:ffff", stop: "::1:0:0:0"},
+		{cidr: "::/97", ok: true}, // ends at ::7fff:ffff
+		{cidr: "2004::/64", ok: true},
+		{cidr: "::1:0:0:0/96", ok: true}, // right after the mapped range
+		{start: "::1", stop: "::fffe:ffff:ffff", ok: true},
+	} {
+		_, err := ParseBlock(tt.cidr, tt.start, tt.stop)
+		if (err == nil) != tt.ok {
+			t.Errorf("ParseBlock(%q, %q, %q): %v, want ok=%v", tt.cidr, tt.start, tt.stop, err, tt.ok)
+		}
+		if err != nil && !tt.ok && !strings.Contains(err.Error(), "IPv4-mapped") {
+			t.Errorf("ParseBlock(%q, %q, %q): %v, want it to say IPv4-mapped", tt.cidr, tt.start, tt.stop, err)
+		}
+	}
 }

@@ -174,6 +174,20 @@ func LBPoolFromK8s(p *v2alpha1.CiliumLoadBalancerIPPool) *LBPool {
 
 // ParseBlock parses one pool block given as cidr or start/stop.
 func ParseBlock(cidr, start, stop string) (LBPoolBlock, error) {
+	b, err := parseBlock(cidr, start, stop)
+	if err == nil && b.From.Is6() && !b.To.Less(mapped4From) && !mapped4To.Less(b.From) {
+		return LBPoolBlock{}, fmt.Errorf("%s to %s overlaps ::ffff:0:0/96, the IPv4-mapped addresses: a Service would get an IPv4 address written as IPv6", b.From, b.To)
+	}
+	return b, err
+}
+
+// The IPv4-mapped IPv6 addresses (RFC 4291 2.5.5.2).
+var (
+	mapped4From = netip.AddrFrom16(netip.MustParseAddr("::ffff:0.0.0.0").As16())
+	mapped4To   = netip.AddrFrom16(netip.MustParseAddr("::ffff:255.255.255.255").As16())
+)
+
+func parseBlock(cidr, start, stop string) (LBPoolBlock, error) {
 	switch {
 	case cidr != "" && (start != "" || stop != ""):
 		return LBPoolBlock{}, fmt.Errorf("a block has either cidr or start/stop, not both")

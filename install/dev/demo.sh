@@ -69,6 +69,20 @@ start_agent() {
 	disown
 }
 
+# kill_holder kills the agent of $holder with SIGKILL and waits until
+# another node holds $lease: sets $new (that node) and $took (seconds).
+kill_holder() {
+	kill -9 "$(cat "$dir/agent-$holder.pid")"
+	local start
+	start=$(date +%s.%N)
+	for _ in $(seq 1 200); do
+		new=$(kubectl -n kube-system get lease "$lease" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true)
+		[[ -n $new && $new != "$holder" ]] && break
+		sleep 0.1
+	done
+	took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+}
+
 step "herald-agent on each node (logs in $dir/agent-nodeN.log)"
 for n in node1 node2; do
 	# Each node gets a bpffs of its own, mounted here so that herald-dbg
@@ -121,14 +135,8 @@ run _output/bin/herald-dbg --socket "$dir/herald-$holder.sock" bpf responder
 run ip netns exec hdemo-client arping -I eth0 -c 3 -w 5 "$vip" || true
 
 step "Killing the agent of $holder (kill -9); the other node takes over"
-kill -9 "$(cat "$dir/agent-$holder.pid")"
-start=$(date +%s.%N)
-for _ in $(seq 1 200); do
-	new=$(kubectl -n kube-system get lease "$lease" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true)
-	[[ -n $new && $new != "$holder" ]] && break
-	sleep 0.1
-done
-printf 'Lease %s now held by %s after %ss\n' "$lease" "$new" "$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')"
+kill_holder
+printf 'Lease %s now held by %s after %ss\n' "$lease" "$new" "$took"
 sleep 0.5
 run ip netns exec hdemo-client arping -I eth0 -c 3 -w 5 "$vip" || true
 
@@ -221,14 +229,8 @@ for _ in 1 2 3 4; do
 done
 
 step "Killing the agent of $holder (kill -9): curl keeps working through the other node"
-kill -9 "$(cat "$dir/agent-$holder.pid")"
-start=$(date +%s.%N)
-for _ in $(seq 1 200); do
-	new=$(kubectl -n kube-system get lease "$lease" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true)
-	[[ -n $new && $new != "$holder" ]] && break
-	sleep 0.1
-done
-printf 'Lease %s now held by %s after %ss; the client now sends to its MAC:\n' "$lease" "$new" "$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')"
+kill_holder
+printf 'Lease %s now held by %s after %ss; the client now sends to its MAC:\n' "$lease" "$new" "$took"
 sleep 0.5
 run ip -n hdemo-client neigh show "$vip"
 for _ in 1 2 3 4; do
