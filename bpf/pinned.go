@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 )
 
 // Pinned is what a running agent's responder maps hold, read from their
@@ -57,20 +56,19 @@ func ReadPinned(pinDir string) (*Pinned, error) {
 	if err := cfgMap.Lookup(uint32(0), &cfg); err != nil {
 		return nil, fmt.Errorf("bpf: reading %s: %w", MapConfig, err)
 	}
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return nil, errors.New("bpf: reading CLOCK_MONOTONIC")
+	now, err := monotonicNow()
+	if err != nil {
+		return nil, err
 	}
 	p := &Pinned{Entries: entries, NeverRefreshed: cfg.HeartbeatNs == 0}
 	if cm, err := ebpf.LoadPinnedMap(filepath.Join(pinDir, MapConflicts), ro); err == nil {
 		defer cm.Close()
-		if p.Conflicts, err = conflictsOf(cm, uint64(ts.Nano())); err != nil {
+		if p.Conflicts, err = conflictsOf(cm, now); err != nil {
 			return nil, err
 		}
 	}
 	if !p.NeverRefreshed {
-		deadline := int64(cfg.HeartbeatNs + cfg.MaxAgeNs)
-		p.AnswersFor = time.Duration(deadline - ts.Nano())
+		p.AnswersFor = time.Duration(int64(cfg.HeartbeatNs+cfg.MaxAgeNs) - int64(now))
 	}
 	return p, nil
 }

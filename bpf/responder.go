@@ -505,11 +505,11 @@ func (r *Responder) Conflicts() ([]Conflict, error) {
 	if r.closed {
 		return nil, errClosed
 	}
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return nil, fmt.Errorf("bpf: reading CLOCK_MONOTONIC: %w", err)
+	now, err := monotonicNow()
+	if err != nil {
+		return nil, err
 	}
-	return conflictsOf(r.conflicts, uint64(ts.Nano()))
+	return conflictsOf(r.conflicts, now)
 }
 
 // conflictsOf reads an l2_responder_conflicts map; now is CLOCK_MONOTONIC.
@@ -586,15 +586,25 @@ func (r *Responder) Heartbeat(maxAge time.Duration) error {
 	if r.closed {
 		return errClosed
 	}
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return fmt.Errorf("bpf: reading CLOCK_MONOTONIC: %w", err)
+	now, err := monotonicNow()
+	if err != nil {
+		return err
 	}
-	cfg := l2responderL2ResponderConfig{HeartbeatNs: uint64(ts.Nano()), MaxAgeNs: uint64(maxAge)}
+	cfg := l2responderL2ResponderConfig{HeartbeatNs: now, MaxAgeNs: uint64(maxAge)}
 	if err := r.config.Put(uint32(0), &cfg); err != nil {
 		return fmt.Errorf("bpf: writing heartbeat: %w", err)
 	}
 	return nil
+}
+
+// monotonicNow is CLOCK_MONOTONIC in nanoseconds, the clock of
+// bpf_ktime_get_ns.
+func monotonicNow() (uint64, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0, fmt.Errorf("bpf: reading CLOCK_MONOTONIC: %w", err)
+	}
+	return uint64(ts.Nano()), nil
 }
 
 // Close detaches the responder from every interface and releases the
