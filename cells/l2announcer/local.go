@@ -1,6 +1,7 @@
 package l2announcer
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/heraldlb/herald/tables"
@@ -23,25 +24,46 @@ type stranded struct {
 // Services whose IPs are not announced anyway (no IP, another class, no
 // policy selecting them together with a node) are not stranded.
 func strandedServices(services []*tables.Service, policies []*tables.L2Policy, nodes []*tables.Node, readyNodes func(serviceKey string) []string) []stranded {
+	// The nodes each policy selects: once, not once per Service (this runs
+	// on every change of a Node, a Service or a slice). Per Service, only
+	// its few ready nodes are looked up; the union of selected nodes is
+	// built only for the rare stranded one.
+	selects := make([]map[string]bool, len(policies))
+	for i, p := range policies {
+		selects[i] = map[string]bool{}
+		for _, n := range nodes {
+			if p.SelectsNode(n.Labels) {
+				selects[i][n.Name] = true
+			}
+		}
+	}
 	var out []stranded
+services:
 	for _, svc := range services {
 		if !announcedClass(svc) || !localOnly(svc) {
 			continue
 		}
-		ready := readyNodes(svc.Key())
-		var selected []string
-		for _, n := range nodes {
-			if slices.ContainsFunc(policies, func(p *tables.L2Policy) bool {
-				return p.SelectsNode(n.Labels) && p.SelectsService(svc) && announcesSome(p, svc)
-			}) {
-				selected = append(selected, n.Name)
+		var applicable []int
+		for i, p := range policies {
+			if len(selects[i]) > 0 && p.SelectsService(svc) && announcesSome(p, svc) {
+				applicable = append(applicable, i)
 			}
 		}
-		if len(selected) == 0 || slices.ContainsFunc(selected, func(n string) bool { return slices.Contains(ready, n) }) {
+		if len(applicable) == 0 {
 			continue
 		}
-		slices.Sort(selected)
-		out = append(out, stranded{service: svc.Key(), selected: len(selected), reporter: selected[0]})
+		for _, n := range readyNodes(svc.Key()) {
+			for _, i := range applicable {
+				if selects[i][n] {
+					continue services
+				}
+			}
+		}
+		selected := map[string]bool{}
+		for _, i := range applicable {
+			maps.Copy(selected, selects[i])
+		}
+		out = append(out, stranded{service: svc.Key(), selected: len(selected), reporter: slices.Min(slices.Collect(maps.Keys(selected)))})
 	}
 	return out
 }
