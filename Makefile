@@ -15,7 +15,7 @@ export CLUSTER_DIR HERALD_APISERVER_PORT HERALD_ETCD_PORT
 # The oldest Kubernetes Herald supports; its kube-apiserver is built by `make tools` too.
 OLDEST_KUBE_VERSION := $(shell sed -n 's/^KUBE_OLDEST_VERSION=//p' install/dev/kube-versions.sh)
 
-.PHONY: all build test test-unit test-integration generate verify-generate lint fuzz demo \
+.PHONY: all build test test-unit test-integration kernel-check generate verify-generate lint fuzz demo \
         cluster-up cluster-down bench-alloc bench-failover bench-ipam bench-l2 manifests demo-down tools clean
 
 all: build
@@ -65,7 +65,12 @@ test-integration: tools build
 	HERALD_KUBE_VERSION=$(OLDEST_KUBE_VERSION) $(GO) test -race -count=1 ./test/crdvalidation/ ./test/install/
 	HERALD_KUBE_VERSION=$(OLDEST_KUBE_VERSION) $(GO) test -race -count=1 ./test/lbipam/ -run '^TestServices$$'
 
-test: tools lint verify-generate test-unit fuzz test-integration
+## kernel-check: the eBPF programs' tests that need no network device, run on older kernels
+## (Debian's 5.10 and 6.1) in an emulated VM: the verifier and the programs as users' nodes run them.
+kernel-check: tools
+	hack/kernel-check.sh
+
+test: tools lint verify-generate test-unit fuzz test-integration kernel-check
 
 cluster-up: tools
 	install/dev/cluster-up.sh $(CLUSTER_DIR)

@@ -31,6 +31,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 )
 
@@ -122,6 +123,10 @@ type attachment struct {
 // `ip netns exec`), bpffs is mounted at /sys/fs/bpf first, and a pinDir
 // elsewhere that is not on bpffs gets a bpffs mounted on itself.
 func Load(mode Mode, pinDir string) (*Responder, error) {
+	// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK, whose default
+	// is too low for ours: lift it (needs CAP_SYS_RESOURCE there; a no-op
+	// on newer kernels). If that fails, creating the maps says so.
+	memlockErr := rlimit.RemoveMemlock()
 	var progName string
 	switch mode {
 	case ModeXDP:
@@ -162,6 +167,9 @@ func Load(mode Mode, pinDir string) (*Responder, error) {
 		var verr *ebpf.VerifierError
 		if errors.As(err, &verr) {
 			return nil, fmt.Errorf("bpf: loading the %s responder: %+v", mode, verr)
+		}
+		if memlockErr != nil && errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("bpf: loading the %s responder: %w (and lifting the locked-memory limit failed: %v; on kernels before 5.11 the agent needs CAP_SYS_RESOURCE or an unlimited memlock limit)", mode, err, memlockErr)
 		}
 		return nil, fmt.Errorf("bpf: loading the %s responder: %w", mode, err)
 	}

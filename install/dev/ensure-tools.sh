@@ -3,7 +3,8 @@
 #   - Debian packages: etcd-server (/usr/bin/etcd), iproute2, openssl, curl, jq;
 #     for the eBPF datapath (bpf/): clang, llvm, libbpf-dev (to regenerate the
 #     BPF objects), iputils-arping, ndisc6, tcpdump, bpftool (to test and inspect it);
-#     iptables, nftables, conntrack for kube-proxy
+#     iptables, nftables, conntrack for kube-proxy; qemu-system-x86, cpio for
+#     running the eBPF tests on older kernels (hack/kernel-check.sh)
 #   - kube-apiserver, the current version (v1.34.2, built from install/dev/tools)
 #     and the oldest supported one (v1.31.14, from install/dev/tools-v1.31),
 #     into ${HERALD_CACHE:-$HOME/.cache/herald}/kube-apiserver-<version>, and
@@ -25,7 +26,7 @@ die() { echo "ensure-tools: ERROR: $*" >&2; exit 1; }
 # ---------------------------------------------------------------------------
 # Debian packages
 # ---------------------------------------------------------------------------
-packages=(etcd-server iproute2 openssl curl jq clang llvm libbpf-dev iputils-arping iputils-ping ndisc6 tcpdump bpftool iptables nftables conntrack)
+packages=(etcd-server iproute2 openssl curl jq clang llvm libbpf-dev iputils-arping iputils-ping ndisc6 tcpdump bpftool iptables nftables conntrack qemu-system-x86 cpio)
 missing=()
 for p in "${packages[@]}"; do
 	status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
