@@ -233,21 +233,34 @@ func (e *Elector) Release(ctx context.Context, ended func()) error {
 		ended()
 		return nil
 	}
-	mine, valid := *e.mine, e.now().Before(e.validUntil)
+	mine, valid, validUntil := *e.mine, e.now().Before(e.validUntil), e.validUntil
 	e.lose()
 	ended()
 	if !valid {
 		// Someone may hold it already: touch nothing.
 		return nil
 	}
-	now := e.now()
-	mine.Holder, mine.Duration, mine.AcquireTime, mine.RenewTime = "", time.Second, now, now
-	got, err := e.api.Update(ctx, mine)
+	got, err := e.api.Update(ctx, freed(mine, e.now()))
+	if errors.Is(err, ErrConflict) {
+		// A renewal whose answer never came (cancelled at shutdown) may
+		// have changed the version. A Lease that still names this agent
+		// was taken by nobody (taking it writes another holder), so what
+		// is there now may be released, while the term is still valid.
+		if cur, gerr := e.api.Get(ctx); gerr == nil && cur != nil && cur.Holder == e.identity && e.now().Before(validUntil) {
+			got, err = e.api.Update(ctx, freed(*cur, e.now()))
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("releasing Lease %s: %w", e.lease, err)
 	}
 	e.seen, e.seenAt = got, e.now()
 	return nil
+}
+
+// freed is r released at now: no holder, a one-second duration.
+func freed(r Record, now time.Time) Record {
+	r.Holder, r.Duration, r.AcquireTime, r.RenewTime = "", time.Second, now, now
+	return r
 }
 
 // Leading reports whether a term is running (it may have lapsed).

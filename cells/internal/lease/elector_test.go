@@ -29,7 +29,10 @@ type fakeLease struct {
 	// during runs inside the next write, after it was applied and before
 	// its answer returns: time passes there as in a pause.
 	during func()
-	writes int
+	// loseAnswer makes the next write apply and then fail, as a request
+	// cancelled after the API server took it.
+	loseAnswer bool
+	writes     int
 }
 
 func (f *fakeLease) Get(context.Context) (*Record, error) {
@@ -60,7 +63,12 @@ func (f *fakeLease) Update(_ context.Context, r Record) (*Record, error) {
 	if f.rec == nil || f.rec.version != r.version {
 		return nil, ErrConflict
 	}
-	return f.store(r), nil
+	stored := f.store(r)
+	if f.loseAnswer {
+		f.loseAnswer = false
+		return nil, context.Canceled
+	}
+	return stored, nil
 }
 
 func (f *fakeLease) store(r Record) *Record {
@@ -243,6 +251,20 @@ func TestReleaseOnlyWhatIsStillOurs(t *testing.T) {
 		c.advance(timings.RenewDeadline)
 		if err := a.Release(ctx, func() {}); err != nil || api.writes != writes || api.rec.Holder != "a" {
 			t.Fatalf("release of a lapsed term wrote the Lease: %v, %+v", err, api.rec)
+		}
+	})
+	t.Run("a renewal applied but its answer lost (shutdown): still released", func(t *testing.T) {
+		c := &clock{t: time.Unix(1000, 0)}
+		api := &fakeLease{}
+		a := newTestElector("a", api, c)
+		mustAcquire(t, a)
+		// The API server applies the renewal; the answer never arrives.
+		api.loseAnswer = true
+		if err := a.Renew(ctx); err == nil {
+			t.Fatal("a renewal whose answer was lost succeeded")
+		}
+		if err := a.Release(ctx, func() {}); err != nil || api.rec.Holder != "" {
+			t.Fatalf("release after a lost answer = %v, holder %q; want released", err, api.rec.Holder)
 		}
 	})
 	t.Run("taken over: conflict, the new holder keeps it", func(t *testing.T) {
