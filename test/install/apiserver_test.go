@@ -280,9 +280,19 @@ func TestRBACGrants(t *testing.T) {
 				Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource, Namespace: a.namespace,
 			},
 		}}
-		res, err := c.Client.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), sar, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
+		// The authorizer learns of new Roles and bindings through a watch:
+		// a grant made a moment ago may not show yet. Ask again for a while
+		// before calling an answer wrong.
+		var res *authorizationv1.SubjectAccessReview
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			var err error
+			res, err = c.Client.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), sar, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status.Allowed == want || time.Now().After(deadline) {
+				break
+			}
 		}
 		if res.Status.Allowed != want {
 			t.Errorf("%s may %s %s.%s/%s in %q: %v, want %v (%s)", user, a.verb, a.resource, a.group, a.subresource, a.namespace,
