@@ -88,6 +88,7 @@ func registerResponder(p params) error {
 	p.Jobs.Add(job.OneShot("heartbeat", func(ctx context.Context, health cell.Health) error {
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
+		lastFailed, first := false, true
 		for {
 			lh, _, changed, ok := p.Health.GetWatch(p.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query(p.Agent.Node()))
 			var err error
@@ -97,10 +98,15 @@ func registerResponder(p params) error {
 			case time.Until(lh.FreshUntil) > 0:
 				err = h.get().Heartbeat(time.Until(lh.FreshUntil))
 			}
-			if err != nil {
-				health.Degraded("cannot refresh the heartbeat", err)
-			} else {
-				health.OK("heartbeat refreshed")
+			// Health changes only when the outcome does: this loop runs on
+			// every renewal.
+			if failing := err != nil; failing != lastFailed || first {
+				if failing {
+					health.Degraded("cannot refresh the heartbeat", err)
+				} else {
+					health.OK("heartbeat refreshed")
+				}
+				lastFailed, first = failing, false
 			}
 			select {
 			case <-ctx.Done():

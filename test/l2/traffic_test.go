@@ -154,16 +154,26 @@ func curl(vip netip.Addr, timeout time.Duration) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
+// waitServed waits until a request to vip reaches a backend and returns
+// the answer.
+func waitServed(t testing.TB, vip netip.Addr) string {
+	t.Helper()
+	var out string
+	waitFor(t, func() (bool, string) {
+		var err error
+		out, err = curl(vip, time.Second)
+		return err == nil && strings.HasPrefix(out, "pod-"), fmt.Sprintf("curl http://%s/: %v %q", vip, err, out)
+	})
+	return out
+}
+
 // expectServed waits until a request to vip reaches a backend (kube-proxy
 // programs the VIP a moment after it appears in the Service's status),
 // then curls it a few more times: each request must reach a backend. It
 // returns the backends that answered.
 func expectServed(t testing.TB, vip netip.Addr) []string {
 	t.Helper()
-	waitFor(t, func() (bool, string) {
-		out, err := curl(vip, time.Second)
-		return err == nil && strings.HasPrefix(out, "pod-"), fmt.Sprintf("curl http://%s/: %v %q", vip, err, out)
-	})
+	waitServed(t, vip)
 	seen := map[string]bool{}
 	for range 6 {
 		out, err := curl(vip, 3*time.Second)
@@ -219,14 +229,7 @@ func TestTrafficThroughVIP(t *testing.T) {
 		if err := owner.Kill9(); err != nil {
 			t.Fatal(err)
 		}
-		var (
-			out string
-			err error
-		)
-		waitFor(t, func() (bool, string) {
-			out, err = curl(v.vip, time.Second)
-			return err == nil && strings.HasPrefix(out, "pod-"), fmt.Sprintf("curl http://%s/: %v %q", v.vip, err, out)
-		})
+		out := waitServed(t, v.vip)
 		t.Logf("kill -9 of %s's agent: curl http://%s/ served again after %s (%q)", owner.Name, v.vip, time.Since(t0).Round(time.Millisecond), out)
 		next := s.waitOwner(v.svc, v.vip, owner)
 		// The killed agent's node still runs kube-proxy: until the client

@@ -96,21 +96,6 @@ func (n *NDP) Unwant(ifindex int, ip netip.Addr) error {
 	return nil
 }
 
-// Wanted returns the addresses wanted on the interface.
-func (n *NDP) Wanted(ifindex int) []netip.Addr {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var out []netip.Addr
-	if p := n.ports[ifindex]; p != nil {
-		for _, ips := range p.want {
-			for ip := range ips {
-				out = append(out, ip)
-			}
-		}
-	}
-	return out
-}
-
 // Advertise sends an unsolicited Neighbor Advertisement (RFC 4861 7.2.6) to
 // all nodes on the interface: ip is at mac, override flag set, so that
 // neighbours update an existing cache entry at once. The IPv6 counterpart
