@@ -605,6 +605,28 @@ func (r *Responder) Heartbeat(maxAge time.Duration) error {
 	return nil
 }
 
+// HeartbeatUntil makes the program answer until deadline and no longer.
+// Unlike Heartbeat(time.Until(deadline)), a pause of this process between
+// the caller's clock reading and the map write cannot stretch the deadline:
+// the kernel clock is read first, the remaining time after it, so a pause
+// in between only shortens it.
+func (r *Responder) HeartbeatUntil(deadline time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return errClosed
+	}
+	now, err := monotonicNow()
+	if err != nil {
+		return err
+	}
+	cfg := l2responderL2ResponderConfig{HeartbeatNs: now, MaxAgeNs: uint64(max(time.Until(deadline), 0))}
+	if err := r.config.Put(uint32(0), &cfg); err != nil {
+		return fmt.Errorf("bpf: writing heartbeat: %w", err)
+	}
+	return nil
+}
+
 // monotonicNow is CLOCK_MONOTONIC in nanoseconds, the clock of
 // bpf_ktime_get_ns.
 func monotonicNow() (uint64, error) {

@@ -18,8 +18,10 @@ import (
 	"github.com/heraldlb/herald/cells/health"
 	"github.com/heraldlb/herald/cells/k8sclient"
 	"github.com/heraldlb/herald/cells/k8swatch"
-	"github.com/heraldlb/herald/cells/l2announcer"
+	"github.com/heraldlb/herald/cells/l2candidates"
+	"github.com/heraldlb/herald/cells/l2elector"
 	"github.com/heraldlb/herald/cells/l2podannounce"
+	"github.com/heraldlb/herald/cells/l2policystatus"
 	"github.com/heraldlb/herald/cells/l2responder"
 	"github.com/heraldlb/herald/cells/metrics"
 	"github.com/heraldlb/herald/cells/nodeipam"
@@ -65,8 +67,14 @@ var Cells = []cell.Cell{
 	// netlink → table devices (only with L2 announcements or L2 pod
 	// announcements on).
 	devices.Cell,
-	// services × l2-policies × nodes × devices → Leases → table l2-announce.
-	l2announcer.Cell,
+	// services × l2-policies × nodes × devices × l2-members → l2-candidates;
+	// Events for Services nobody may announce.
+	l2candidates.Cell,
+	// l2-candidates × members (peer liveness) × Leases → table l2-announce
+	// and the fence deadline (l2-lease-health); the announcement Leases.
+	l2elector.Cell,
+	// l2-policies → policy status conditions.
+	l2policystatus.Cell,
 	// l2-announce → eBPF ARP responder on selected devices, gratuitous ARP.
 	l2responder.Cell,
 	// pod-ip-allocations × devices → gratuitous ARP for new pod addresses

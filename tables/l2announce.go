@@ -1,6 +1,7 @@
 package tables
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"strings"
@@ -22,6 +23,10 @@ type L2AnnounceEntry struct {
 	// MAC is the interface's address: the one ARP replies carry.
 	MAC     string   `json:"mac"`
 	Origins []string `json:"origins"` // Service keys, sorted
+	// Withdrawn: this node hands the IP over to another; the responder
+	// takes it out of the map (Status done once it is out), and the row
+	// goes once the handover is recorded.
+	Withdrawn bool `json:"withdrawn,omitempty"`
 
 	Status reconciler.Status `json:"status"`
 }
@@ -45,11 +50,11 @@ func (e *L2AnnounceEntry) SetStatus(s reconciler.Status) *L2AnnounceEntry {
 }
 
 func (e *L2AnnounceEntry) TableHeader() []string {
-	return []string{"IP", "NetworkInterface", "Origins", "Status"}
+	return []string{"IP", "NetworkInterface", "Origins", "Withdrawn", "Status"}
 }
 
 func (e *L2AnnounceEntry) TableRow() []string {
-	return []string{e.IP.String(), e.NetworkInterface, strings.Join(e.Origins, ","), e.Status.Kind.String()}
+	return []string{e.IP.String(), e.NetworkInterface, strings.Join(e.Origins, ","), fmt.Sprint(e.Withdrawn), e.Status.Kind.String()}
 }
 
 // L2AnnounceKey is the primary key: IP and interface.

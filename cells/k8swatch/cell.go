@@ -3,10 +3,10 @@
 //
 // Reads: Services (all namespaces), CiliumLoadBalancerIPPools; with L2
 // announcements on, CiliumL2AnnouncementPolicies, every Node and the
-// EndpointSlices; with multi-pool IPAM, CiliumPodIPPools, CiliumNodes, every
+// EndpointSlices and the Leases of --k8s-namespace; with multi-pool IPAM, CiliumPodIPPools, CiliumNodes, every
 // Node, this node's Pods and the Namespaces.
 // Writes: tables services, lb-pools, l2-policies, nodes, endpoint-slices,
-// pod-ip-pools, cilium-nodes, pods and namespaces.
+// pod-ip-pools, cilium-nodes, pods, namespaces and l2-leases.
 // Provides: tables.Freshness, with which a new leader waits until services
 // and lb-pools hold at least what the API server holds.
 package k8swatch
@@ -25,6 +25,7 @@ var Cell = cell.Module(
 	cell.ProvidePrivate(
 		tables.NewServicesTable, tables.NewLBPoolsTable, tables.NewL2PoliciesTable, tables.NewNodesTable, tables.NewEndpointSlicesTable,
 		tables.NewPodIPPoolsTable, tables.NewCiliumNodesTable, tables.NewPodsTable, tables.NewNamespacesTable,
+		tables.NewL2LeasesTable,
 		newFreshness,
 	),
 	cell.Provide(
@@ -38,7 +39,8 @@ var Cell = cell.Module(
 		statedb.RWTable[*tables.CiliumNode].ToTable,
 		statedb.RWTable[*tables.Pod].ToTable,
 		statedb.RWTable[*tables.Namespace].ToTable,
+		statedb.RWTable[*tables.L2Lease].ToTable,
 	),
 	cell.Invoke(reflectServices, reflectPools, reflectL2Policies, reflectNodes, reflectEndpointSlices,
-		reflectPodIPPools, reflectCiliumNodes, reflectLocalPods, reflectNamespaces),
+		reflectPodIPPools, reflectCiliumNodes, reflectLocalPods, reflectNamespaces, reflectL2Leases),
 )

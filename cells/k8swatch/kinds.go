@@ -6,6 +6,7 @@ import (
 
 	"github.com/cilium/hive/job"
 	"github.com/cilium/statedb"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,6 +96,21 @@ func reflectNodes(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.Node
 		transform: tables.NodeFromK8s,
 		versionOf: func(n *tables.Node) (string, string) { return n.Name, n.ResourceVersion },
 	}).register(jg, fresh)
+}
+
+// reflectL2Leases watches the Leases of the agents' namespace with L2
+// announcements on: who holds each announced group, and the nodes' liveness
+// Leases. One watch, whatever the number of Services.
+func reflectL2Leases(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.L2Lease], kube kubernetes.Interface, agent agentconfig.Config, log *slog.Logger) {
+	if !agent.EnableL2Announcements {
+		return
+	}
+	(&reflector[*coordinationv1.Lease, *tables.L2Lease]{
+		name: "l2-leases", db: db, table: tbl, log: log,
+		lw:        listWatch[*coordinationv1.LeaseList](kube.CoordinationV1().Leases(agent.K8sNamespace), ""),
+		example:   &coordinationv1.Lease{},
+		transform: tables.L2LeaseFromK8s,
+	}).register(jg, nil)
 }
 
 // reflectEndpointSlices watches the EndpointSlices with L2 announcements

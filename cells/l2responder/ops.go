@@ -50,6 +50,11 @@ func (o *mapOps) UpdateBatch(_ context.Context, _ statedb.ReadTxn, batch []recon
 	fresh := map[port][]int{} // indexes into batch of the entries to probe
 	for i := range batch {
 		e := batch[i].Object
+		if e.Withdrawn {
+			// Handed over: out of the map; done means out.
+			batch[i].Result = o.withdraw(e)
+			continue
+		}
 		has, err := o.h.get().Has(e.IP, e.Ifindex)
 		switch {
 		case err != nil:
@@ -78,7 +83,7 @@ func (o *mapOps) UpdateBatch(_ context.Context, _ statedb.ReadTxn, batch []recon
 		}
 	}
 	for i := range batch {
-		if batch[i].Result == nil {
+		if batch[i].Result == nil && !batch[i].Object.Withdrawn {
 			batch[i].Result = o.program(batch[i].Object)
 		}
 	}
@@ -119,7 +124,14 @@ func (o *mapOps) program(e *tables.L2AnnounceEntry) error {
 }
 
 func (o *mapOps) Delete(_ context.Context, _ statedb.ReadTxn, _ statedb.Revision, e *tables.L2AnnounceEntry) error {
-	o.log.Info("Withdrawing", "ip", e.IP, "interface", e.NetworkInterface)
+	return o.withdraw(e)
+}
+
+// withdraw takes one entry out of the map.
+func (o *mapOps) withdraw(e *tables.L2AnnounceEntry) error {
+	if has, err := o.h.get().Has(e.IP, e.Ifindex); err == nil && has {
+		o.log.Info("Withdrawing", "ip", e.IP, "interface", e.NetworkInterface)
+	}
 	o.conflicts.forget(e)
 	if err := o.h.get().Delete(e.IP, e.Ifindex); err != nil {
 		return err
@@ -138,7 +150,9 @@ func (o *mapOps) Prune(_ context.Context, _ statedb.ReadTxn, want iter.Seq2[*tab
 	}
 	wanted := map[key]bool{}
 	for e := range want {
-		wanted[key{e.IP, e.Ifindex}] = true
+		if !e.Withdrawn {
+			wanted[key{e.IP, e.Ifindex}] = true
+		}
 	}
 	entries, err := o.h.get().Entries()
 	if err != nil {

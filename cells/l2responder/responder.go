@@ -27,7 +27,6 @@ type params struct {
 
 	Config    Config
 	Agent     agentconfig.Config
-	Leases    agentconfig.L2Leases
 	Log       *slog.Logger
 	DB        *statedb.DB
 	Jobs      job.Group
@@ -69,7 +68,8 @@ func registerResponder(p params) error {
 					return err
 				}
 			}
-			return r.Heartbeat(p.Leases.L2AnnouncementsLeaseDuration)
+			// Silent until the elector publishes a deadline.
+			return r.Heartbeat(0)
 		},
 		OnStop: func(cell.HookContext) error {
 			// Detaches every program: a stopped agent answers for nothing.
@@ -78,25 +78,18 @@ func registerResponder(p params) error {
 	})
 
 	// The heartbeat is a deadline: the program answers until the moment
-	// this node's stalest Lease could have passed to another node (the
-	// l2-announcer cell's deadline, from the send time of its last
-	// renewal). It is pushed forward as soon as the announcer publishes a
-	// later one; after a freeze, or when renewals fail, it runs out and the
-	// program falls silent, even before the agent itself notices it lost
-	// its Leases.
-	interval := max(p.Leases.L2AnnouncementsRetryPeriod, 50*time.Millisecond)
+	// the elector (cells/l2elector) says this node may answer, and no
+	// longer. It is pushed forward as soon as the elector publishes a later
+	// one; after a freeze, or when the node's liveness cannot be confirmed,
+	// it runs out and the program falls silent by itself, even before the
+	// agent notices.
 	p.Jobs.Add(job.OneShot("heartbeat", func(ctx context.Context, health cell.Health) error {
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
 		lastFailed, first := false, true
 		for {
 			lh, _, changed, ok := p.Health.GetWatch(p.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query(p.Agent.Node()))
 			var err error
-			switch {
-			case !ok || lh.HeldLeases == 0:
-				err = h.get().Heartbeat(p.Leases.L2AnnouncementsLeaseDuration) // nothing to answer for
-			case time.Until(lh.FreshUntil) > 0:
-				err = h.get().Heartbeat(time.Until(lh.FreshUntil))
+			if ok && time.Until(lh.FreshUntil) > 0 {
+				err = h.get().HeartbeatUntil(lh.FreshUntil)
 			}
 			// Health changes only when the outcome does: this loop runs on
 			// every renewal.
@@ -112,7 +105,6 @@ func registerResponder(p params) error {
 			case <-ctx.Done():
 				return nil
 			case <-changed:
-			case <-tick.C:
 			}
 		}
 	}))

@@ -20,7 +20,12 @@ type Config struct {
 	EnableIPv6 bool // enable-ipv6
 
 	EnableL2Announcements bool // enable-l2-announcements
-	EnableBGPControlPlane bool // enable-bgp-control-plane
+	// L2AnnouncementsElection is how the node that answers for each
+	// Service is chosen: "members" (node liveness between the agents,
+	// owners placed by consistent hashing) or "lease" (a Lease election
+	// per Service). Here because the candidates cell reads it too.
+	L2AnnouncementsElection string // l2-announcements-election
+	EnableBGPControlPlane   bool   // enable-bgp-control-plane
 
 	// EnableL2PodAnnouncements sends a gratuitous ARP for every pod address
 	// this node allocates. Here rather than in its cell because the devices
@@ -33,6 +38,12 @@ type Config struct {
 	IPAM string // ipam
 }
 
+// L2 election modes (the l2-announcements-election key).
+const (
+	L2ElectionMembers = "members"
+	L2ElectionLease   = "lease"
+)
+
 // Pod IPAM modes (the ipam key).
 const (
 	IPAMNone      = "none"
@@ -44,6 +55,11 @@ func (c Config) MultiPool() bool { return c.IPAM == IPAMMultiPool }
 
 // Validate checks the agent-wide settings.
 func (c Config) Validate() error {
+	switch c.L2AnnouncementsElection {
+	case L2ElectionMembers, L2ElectionLease:
+	default:
+		return fmt.Errorf("l2-announcements-election: %q is not %q (node liveness, consistent hashing) or %q (a Lease per Service)", c.L2AnnouncementsElection, L2ElectionMembers, L2ElectionLease)
+	}
 	switch c.IPAM {
 	case IPAMNone, IPAMMultiPool:
 		return nil
@@ -56,6 +72,8 @@ var Defaults = Config{
 	K8sNamespace: "kube-system",
 	EnableIPv4:   true,
 	IPAM:         IPAMNone,
+
+	L2AnnouncementsElection: L2ElectionLease,
 }
 
 func (def Config) Flags(flags *pflag.FlagSet) {
@@ -64,6 +82,7 @@ func (def Config) Flags(flags *pflag.FlagSet) {
 	flags.Bool("enable-ipv4", def.EnableIPv4, "Hand out IPv4 LoadBalancer addresses")
 	flags.Bool("enable-ipv6", def.EnableIPv6, "Hand out IPv6 LoadBalancer addresses")
 	flags.Bool("enable-l2-announcements", def.EnableL2Announcements, "Announce LoadBalancer and external IPs on the local network (ARP/NDP); also makes LB IPAM handle loadBalancerClass io.cilium/l2-announcer")
+	flags.String("l2-announcements-election", def.L2AnnouncementsElection, `How the node answering for each Service is chosen: "members" (the agents watch each other's liveness and place Services by consistent hashing; failover under a second, API writes only when owners change) or "lease" (a Lease election per Service)`)
 	flags.Bool("enable-bgp-control-plane", def.EnableBGPControlPlane, "Make LB IPAM handle loadBalancerClass io.cilium/bgp-control-plane")
 	flags.Bool("enable-l2-pod-announcements", def.EnableL2PodAnnouncements, "Announce the IPv4 addresses of this node's pods with gratuitous ARP on l2-pod-announcements-interface (with ipam: multi-pool)")
 	flags.String("ipam", def.IPAM, `Pod IPAM mode: "multi-pool" (pod CIDRs from CiliumPodIPPools, addresses through the herald-ipam CNI plugin) or "none"`)

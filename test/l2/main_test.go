@@ -185,6 +185,11 @@ func setup(agentBin, dbgBin string) error {
 		return err
 	}
 
+	// The agents authenticate their peer traffic with a shared secret.
+	secretFile := filepath.Join(workDir, "peer-secret")
+	if err := os.WriteFile(secretFile, []byte("herald-test-peer-secret-0123456789"), 0o600); err != nil {
+		return err
+	}
 	nodes = nil
 	for i, name := range names {
 		h := lan.Host(name)
@@ -205,6 +210,7 @@ func setup(agentBin, dbgBin string) error {
 				"--l2-announcements-lease-duration", leaseDuration.String(),
 				"--l2-announcements-renew-deadline", renewDeadline.String(),
 				"--l2-announcements-retry-period", retryPeriod.String(),
+				"--l2-announcements-peer-secret-file", secretFile,
 			},
 		}
 		// node1 and node2 pin their maps in a bpffs we mount; node3 keeps
@@ -232,8 +238,14 @@ func setup(agentBin, dbgBin string) error {
 	}
 	for _, n := range nodes {
 		obj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.labels}}
-		if _, err := kube.CoreV1().Nodes().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		created, err := kube.CoreV1().Nodes().Create(ctx, obj, metav1.CreateOptions{})
+		if err != nil {
 			return fmt.Errorf("creating Node %s: %w", n.Name, err)
+		}
+		// The agents reach each other at their Nodes' InternalIPs.
+		created.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.host.IP.String()}}
+		if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("setting the InternalIP of Node %s: %w", n.Name, err)
 		}
 	}
 	pool := &v2alpha1.CiliumLoadBalancerIPPool{

@@ -370,7 +370,7 @@ spec:
 
 	// With --enable-l2-announcements, io.cilium/l2-announcer is handled.
 	stopAgent(t, a)
-	a = startAgent(t, "node-a", "--enable-l2-announcements")
+	a = startAgent(t, "node-a", "--enable-l2-announcements", "--l2-announcements-election=lease")
 	s.waitSatisfied("service-l2", "20.0.10.1")
 	waitSettled(t, a, s.ns, 2, timeout)
 	s.waitSatisfied("service-blue", "20.0.10.0")

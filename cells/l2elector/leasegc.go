@@ -1,4 +1,4 @@
-package l2announcer
+package l2elector
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/tables"
 )
 
 // gcInterval is how often each agent looks for abandoned Leases: one LIST
@@ -19,7 +20,9 @@ import (
 const gcInterval = time.Minute
 
 func registerLeaseGC(jobs job.Group, agent agentconfig.Config, cfg agentconfig.L2Leases, kube kubernetes.Interface, log *slog.Logger) {
-	if !agent.EnableL2Announcements {
+	// The members election deletes the Leases of gone groups itself; its
+	// Leases are not renewed, so age says nothing about them.
+	if !agent.EnableL2Announcements || agent.L2AnnouncementsElection != agentconfig.L2ElectionLease {
 		return
 	}
 	jobs.Add(job.Timer("lease-gc", func(ctx context.Context) error {
@@ -39,7 +42,7 @@ func collectLeases(ctx context.Context, kube kubernetes.Interface, ns string, le
 	}
 	for i := range leases.Items {
 		l := &leases.Items[i]
-		if !strings.HasPrefix(l.Name, LeasePrefix) || !abandoned(l, leaseDuration, now) {
+		if !strings.HasPrefix(l.Name, tables.L2AnnounceLeasePrefix) || !abandoned(l, leaseDuration, now) {
 			continue
 		}
 		rv := l.ResourceVersion

@@ -1,4 +1,4 @@
-package l2announcer
+package l2policystatus
 
 import (
 	"testing"
@@ -42,4 +42,10 @@ func TestPolicyConditions(t *testing.T) {
 	if conds, changed := policyConditions(policy("ok", v2alpha1.CiliumL2AnnouncementPolicySpec{}), now); changed || len(conds) != 0 {
 		t.Fatalf("healthy policy: %v %+v", changed, conds)
 	}
+}
+
+func policy(name string, spec v2alpha1.CiliumL2AnnouncementPolicySpec) *tables.L2Policy {
+	p := &v2alpha1.CiliumL2AnnouncementPolicy{Spec: spec}
+	p.Name = name
+	return tables.L2PolicyFromK8s(p)
 }

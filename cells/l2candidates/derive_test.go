@@ -1,4 +1,4 @@
-package l2announcer
+package l2candidates
 
 import (
 	"fmt"
@@ -44,19 +44,21 @@ func device(index int, name string, selected bool) *tables.Device {
 	return &tables.Device{Index: index, Name: name, HWAddr: tables.HardwareAddr(mac), Selected: selected}
 }
 
-// render lists "lease: ip@dev(origins)" lines, sorted.
-func render(sel selection) []string {
+// render lists this node's entries as "group: ip@dev(origins)" lines,
+// sorted.
+func render(rows []*tables.L2Candidate) []string {
 	var out []string
-	for lease, g := range sel {
-		for _, e := range g.entries {
-			out = append(out, fmt.Sprintf("%s: %s@%s(%s)", lease, e.IP, e.NetworkInterface, strings.Join(e.Origins, ",")))
+	for _, c := range rows {
+		for _, e := range c.Local {
+			out = append(out, fmt.Sprintf("%s: %s@%s(%s)", c.Group, e.IP, e.NetworkInterface, strings.Join(e.Origins, ",")))
 		}
 	}
 	slices.Sort(out)
 	return out
 }
 
-func TestSelectAnnouncements(t *testing.T) {
+// TestLocalEntries: what this node would program for each group.
+func TestLocalEntries(t *testing.T) {
 	lb := v2alpha1.CiliumL2AnnouncementPolicySpec{LoadBalancerIPs: true}
 	devs := []*tables.Device{device(2, "eth0", true), device(3, "eth1", true), device(4, "lxc1", false)}
 	blue := map[string]string{"color": "blue"}
@@ -166,10 +168,106 @@ func TestSelectAnnouncements(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := render(selectAnnouncements(tt.services, tt.policies, tt.node, devs,
-				func(svc string) bool { return slices.Contains(tt.local, svc) }))
+			self := &tables.Node{Name: "self", Labels: tt.node}
+			got := render(derive(inputs{self: "self", services: tt.services, policies: tt.policies, nodes: []*tables.Node{self}, devices: devs,
+				readyNodes: func(svc string) []string {
+					if slices.Contains(tt.local, svc) {
+						return []string{"self"}
+					}
+					return nil
+				}}))
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(tt.want, "\n  "))
+			}
+		})
+	}
+}
+
+// TestCandidateNodes: which nodes may announce each group, as every agent
+// derives it.
+func TestCandidateNodes(t *testing.T) {
+	lb := func(edit func(*v2alpha1.CiliumL2AnnouncementPolicySpec)) v2alpha1.CiliumL2AnnouncementPolicySpec {
+		s := v2alpha1.CiliumL2AnnouncementPolicySpec{LoadBalancerIPs: true}
+		if edit != nil {
+			edit(&s)
+		}
+		return s
+	}
+	nodes := []*tables.Node{
+		{Name: "cp", Labels: map[string]string{"role": "control-plane"}},
+		{Name: "w1", Labels: map[string]string{"role": "worker"}},
+		{Name: "w2", Labels: map[string]string{"role": "worker"}},
+		{Name: "w3", Labels: map[string]string{"role": "worker"}},
+	}
+	workers := func(s *v2alpha1.CiliumL2AnnouncementPolicySpec) {
+		s.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"role": "worker"}}
+	}
+	for _, tc := range []struct {
+		name        string
+		services    []*tables.Service
+		policies    []*tables.L2Policy
+		peerDevices map[string][]string
+		ready       map[string][]string
+		want        []string // "group: nodes"
+	}{
+		{
+			name:     "node selector",
+			services: []*tables.Service{svc("default/a", nil, "", []string{"198.18.0.200"}, nil)},
+			policies: []*tables.L2Policy{policy("p", lb(workers))},
+			want:     []string{"cilium-l2announce-default-a: w1,w2,w3"},
+		},
+		{
+			name:        "a peer without a matching interface is left out; an unknown one is not",
+			services:    []*tables.Service{svc("default/a", nil, "", []string{"198.18.0.200"}, nil)},
+			policies:    []*tables.L2Policy{policy("p", lb(func(s *v2alpha1.CiliumL2AnnouncementPolicySpec) { workers(s); s.Interfaces = []string{"^eth0$"} }))},
+			peerDevices: map[string][]string{"w1": {"eth0"}, "w2": {"bond0"}},
+			want:        []string{"cilium-l2announce-default-a: w1,w3"},
+		},
+		{
+			name:     "externalTrafficPolicy Local: nodes with a ready endpoint",
+			services: []*tables.Service{local(svc("default/a", nil, "", []string{"198.18.0.200"}, nil))},
+			policies: []*tables.L2Policy{policy("p", lb(nil))},
+			ready:    map[string][]string{"default/a": {"w2", "elsewhere"}},
+			want:     []string{"cilium-l2announce-default-a: w2"},
+		},
+		{
+			name:     "externalTrafficPolicy Local without ready endpoints: a group nobody may announce",
+			services: []*tables.Service{local(svc("default/a", nil, "", []string{"198.18.0.200"}, nil))},
+			policies: []*tables.L2Policy{policy("p", lb(nil))},
+			want:     []string{"cilium-l2announce-default-a: -"},
+		},
+		{
+			name: "a shared IP: the union of the Services' nodes",
+			services: []*tables.Service{
+				svc("default/a", map[string]string{"tier": "cp"}, "", []string{"198.18.0.200"}, nil),
+				svc("default/b", nil, "", []string{"198.18.0.200"}, nil),
+			},
+			policies: []*tables.L2Policy{
+				policy("cp", lb(func(s *v2alpha1.CiliumL2AnnouncementPolicySpec) {
+					s.ServiceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "cp"}}
+					s.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"role": "control-plane"}}
+				})),
+				policy("w", lb(func(s *v2alpha1.CiliumL2AnnouncementPolicySpec) {
+					workers(s)
+					s.ServiceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpDoesNotExist}}}
+				})),
+			},
+			want: []string{"cilium-l2announce-default-a: cp,w1,w2,w3"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows := derive(inputs{self: "nobody", services: tc.services, policies: tc.policies, nodes: nodes, peerDevices: tc.peerDevices,
+				readyNodes: func(s string) []string { return tc.ready[s] }})
+			var got []string
+			for _, c := range rows {
+				n := strings.Join(c.Nodes, ",")
+				if n == "" {
+					n = "-"
+				}
+				got = append(got, c.Group+": "+n)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package l2announcer
+package l2elector
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package l2announcer
+package l2elector
 
 import (
 	"context"
@@ -25,25 +25,21 @@ import (
 type announcerParams struct {
 	cell.In
 
-	Leases   agentconfig.L2Leases
-	Agent    agentconfig.Config
-	Log      *slog.Logger
-	DB       *statedb.DB
-	Jobs     job.Group
-	Kube     kubernetes.Interface
-	Services statedb.Table[*tables.Service]
-	Policies statedb.Table[*tables.L2Policy]
-	Nodes    statedb.Table[*tables.Node]
-	Slices   statedb.Table[*tables.EndpointSlice]
-	Devices  statedb.Table[*tables.Device]
-	Announce statedb.RWTable[*tables.L2AnnounceEntry]
-	Health   statedb.RWTable[*tables.L2LeaseHealth]
-	Events   record.EventRecorder
-	Metrics  prometheus.Registerer `optional:"true"`
+	Leases     agentconfig.L2Leases
+	Agent      agentconfig.Config
+	Log        *slog.Logger
+	DB         *statedb.DB
+	Jobs       job.Group
+	Kube       kubernetes.Interface
+	Candidates statedb.Table[*tables.L2Candidate]
+	Announce   statedb.RWTable[*tables.L2AnnounceEntry]
+	Health     statedb.RWTable[*tables.L2LeaseHealth]
+	Events     record.EventRecorder
+	Metrics    prometheus.Registerer `optional:"true"`
 }
 
 func registerAnnouncer(p announcerParams) error {
-	if !p.Agent.EnableL2Announcements {
+	if !p.Agent.EnableL2Announcements || p.Agent.L2AnnouncementsElection != agentconfig.L2ElectionLease {
 		return nil
 	}
 	if err := p.Leases.Validate(); err != nil {
@@ -92,39 +88,16 @@ func (a *announcer) run(ctx context.Context, health cell.Health) error {
 	freshness := time.NewTicker(a.timings.RetryPeriod)
 	defer freshness.Stop()
 	var (
-		sel                                              selection
-		svcWatch, polWatch, devWatch, nodeWatch, epWatch <-chan struct{}
-		reported                                         = map[string]bool{} // stranded Services this node reported
+		sel       selection
+		candWatch <-chan struct{}
 	)
 	for {
-		// The selection only changes with the tables; a freshness tick or a
-		// Lease changing hands just re-syncs what is announced.
-		if sel == nil || closed(svcWatch, polWatch, devWatch, nodeWatch, epWatch) {
-			txn := a.DB.ReadTxn()
-			var svcs iter.Seq2[*tables.Service, statedb.Revision]
-			var pols iter.Seq2[*tables.L2Policy, statedb.Revision]
-			var devs iter.Seq2[*tables.Device, statedb.Revision]
-			var nodes iter.Seq2[*tables.Node, statedb.Revision]
-			svcs, svcWatch = a.Services.AllWatch(txn)
-			pols, polWatch = a.Policies.AllWatch(txn)
-			devs, devWatch = a.Devices.AllWatch(txn)
-			nodes, nodeWatch = a.Nodes.AllWatch(txn)
-			_, epWatch = a.Slices.AllWatch(txn)
-			var nodeLabels map[string]string
-			if node, _, ok := a.Nodes.Get(txn, tables.NodeNameIndex.Query(a.node)); ok {
-				nodeLabels = node.Labels
-			}
-			readyNodes := func(svc string) []string {
-				var out []string
-				for s := range a.Slices.List(txn, tables.EndpointSliceServiceIndex.Query(svc)) {
-					out = append(out, s.ReadyNodes...)
-				}
-				return out
-			}
-			services, policies := statedb.Collect(svcs), statedb.Collect(pols)
-			sel = selectAnnouncements(services, policies, nodeLabels, statedb.Collect(devs),
-				func(svc string) bool { return slices.Contains(readyNodes(svc), a.node) })
-			a.reportStranded(strandedServices(services, policies, statedb.Collect(nodes), readyNodes), services, reported)
+		// The selection only changes with the candidates; a freshness tick
+		// or a Lease changing hands just re-syncs what is announced.
+		if sel == nil || closed(candWatch) {
+			var cands iter.Seq2[*tables.L2Candidate, statedb.Revision]
+			cands, candWatch = a.Candidates.AllWatch(a.DB.ReadTxn())
+			sel = selectionOf(cands)
 		}
 
 		var leaving []*campaign
@@ -154,10 +127,7 @@ func (a *announcer) run(ctx context.Context, health cell.Health) error {
 		case <-ctx.Done():
 			return nil
 		case <-freshness.C:
-		case <-svcWatch:
-		case <-polWatch:
-		case <-devWatch:
-		case <-nodeWatch:
+		case <-candWatch:
 		case <-a.heldChanged:
 		case <-a.renewed:
 			// Renewals only move deadlines forward, and arrive one per
@@ -194,9 +164,7 @@ func (a *announcer) waitInitialized(ctx context.Context) error {
 	for {
 		txn := a.DB.ReadTxn()
 		var pending []<-chan struct{}
-		for _, init := range []func(statedb.ReadTxn) (bool, <-chan struct{}){
-			a.Services.Initialized, a.Policies.Initialized, a.Nodes.Initialized, a.Devices.Initialized, a.Slices.Initialized,
-		} {
+		for _, init := range []func(statedb.ReadTxn) (bool, <-chan struct{}){a.Candidates.Initialized} {
 			if ok, w := init(txn); !ok {
 				pending = append(pending, w)
 			}
@@ -308,49 +276,39 @@ func (a *announcer) recordAnnounced(g *group) {
 	}
 }
 
+// group is a set of Services that must be answered for by the same node:
+// they share at least one IP (directly or through each other). One Lease,
+// named after the group's first Service, decides the node for all of them.
+type group struct {
+	lease    string
+	services []string // sorted Service keys
+	entries  map[tables.L2AnnounceKey]*tables.L2AnnounceEntry
+}
+
+// selection is what this node may announce: every group it is a candidate
+// for, by Lease name.
+type selection map[string]*group
+
+// selectionOf takes the groups this node is a candidate for from the
+// l2-candidates table.
+func selectionOf(cands iter.Seq2[*tables.L2Candidate, statedb.Revision]) selection {
+	sel := selection{}
+	for c := range cands {
+		if len(c.Local) == 0 {
+			continue
+		}
+		g := &group{lease: c.Group, services: c.Services, entries: map[tables.L2AnnounceKey]*tables.L2AnnounceEntry{}}
+		for _, e := range c.Local {
+			g.entries[tables.L2AnnounceKey{IP: e.IP, NetworkInterface: e.NetworkInterface}] = e
+		}
+		sel[c.Group] = g
+	}
+	return sel
+}
+
 // EventAnnounced is the reason of the Event recorded on a Service when a
 // node starts answering for its IPs.
 const EventAnnounced = "L2Announced"
-
-// EventNotAnnounced is the reason of the Warning Event recorded on a Service
-// with externalTrafficPolicy: Local when no node can announce it.
-const EventNotAnnounced = "L2NotAnnounced"
-
-// reportStranded records an Event on each Service that became stranded and
-// that this node reports (the first node the policies select for it), and
-// forgets the ones that are no longer stranded, so that the Event comes
-// again if it strands again.
-func (a *announcer) reportStranded(now []stranded, services []*tables.Service, reported map[string]bool) {
-	still := map[string]bool{}
-	for _, st := range now {
-		if st.reporter != a.node {
-			continue
-		}
-		still[st.service] = true
-		if reported[st.service] {
-			continue
-		}
-		reported[st.service] = true
-		var ips []string
-		for _, svc := range services {
-			if svc.Key() == st.service {
-				for _, ip := range slices.Concat(svc.IngressIPs, svc.ExternalIPs) {
-					ips = append(ips, ip.String())
-				}
-			}
-		}
-		ns, name, _ := strings.Cut(st.service, "/")
-		ref := &corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name}
-		msg := fmt.Sprintf("No node announces %s: externalTrafficPolicy is Local and none of the %d nodes the L2 announcement policies select for it runs a ready endpoint", strings.Join(ips, ", "), st.selected)
-		a.Events.Event(ref, corev1.EventTypeWarning, EventNotAnnounced, msg)
-		a.Log.Warn("Service not announced: no ready local endpoint on any selected node", "service", st.service, "selectedNodes", st.selected)
-	}
-	for svc := range reported {
-		if !still[svc] {
-			delete(reported, svc)
-		}
-	}
-}
 
 // closed reports whether any of the watch channels has fired.
 func closed(watches ...<-chan struct{}) bool {

@@ -1,0 +1,208 @@
+package l2elector
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+// view is what one decision round knows: the candidates, the members as
+// the failure detector sees them, the announcement Leases (records of who
+// holds each group), and this node's own standing.
+type view struct {
+	self string
+	// term is this node's current term, "" before the first one; fresh
+	// says whether the fence allows answering now.
+	term  string
+	fresh bool
+	// apiUp: Lease writes can be tried. When they cannot, groups of dead
+	// nodes are still taken over, but nothing moves between live nodes.
+	apiUp bool
+
+	members map[string]member
+	groups  []*tables.L2Candidate
+	records map[string]holding // by group; missing: no Lease
+	// took are the groups this node took over without recording it (the
+	// API server was unreachable), with the record they replaced.
+	took map[string]string
+	// withdrawn are the groups this node hands over whose entries are out
+	// of the responder: the handover can be recorded.
+	withdrawn map[string]bool
+}
+
+// member is one agent as the failure detector sees it.
+type member struct {
+	live     bool
+	term     string
+	tookOver []string // "node/term" records it answers for unrecorded
+}
+
+// holding is the announcement Lease of a group: who holds it, in which term.
+type holding struct {
+	holder, term string
+	version      string // resourceVersion, for conditional writes
+}
+
+func (r holding) key() string { return r.holder + "/" + r.term }
+
+// write is a change of a group's Lease: conditional on fromVersion ("" to
+// create it).
+type write struct {
+	group, holder, term, fromVersion string
+	why                              string
+}
+
+// decision is one group's outcome on this node, with the reason that
+// herald-dbg shows.
+type decision struct {
+	owner    string // placement's choice among the live candidates
+	announce bool   // this node answers for it
+	withdraw bool   // this node hands it over: entries out first
+	why      string
+}
+
+// plan is a decision round's outcome.
+type plan struct {
+	decisions map[string]decision
+	writes    []write
+	took      map[string]string // the unrecorded takeovers after this round
+}
+
+// decide is the ownership protocol, pure: who answers for each group, and
+// which Lease writes move or record ownership. The rules:
+//
+//   - The owner a group should have is a function of the live candidates
+//     (place): every agent computes the same one.
+//   - A node answers for a group only while it holds it: the group's Lease
+//     names it in its current term, or it took the group over while the
+//     API server was unreachable (and nobody recorded another holder
+//     since). Holding is never inferred from memory alone.
+//   - A group whose holder is dead, or whose Lease names a term its holder
+//     no longer has, or that has no holder, is taken by its owner: by a
+//     write conditional on the version read (two agents with different
+//     views cannot both win), or, with the API server unreachable,
+//     directly, announced to the peers as a takeover so that no one else
+//     takes it from the same record.
+//   - A live holder keeps a group until it hands it over: it withdraws
+//     its entries first, then writes the new holder into the Lease; the
+//     new owner answers when it reads that. Without the API server nothing
+//     moves between live nodes.
+//   - Nothing is answered, taken or handed over without a fresh fence.
+func decide(v view) plan {
+	live := map[string]bool{}
+	for n, m := range v.members {
+		if m.live {
+			live[n] = true
+		}
+	}
+	placeable := make([]Placeable, 0, len(v.groups))
+	for _, g := range v.groups {
+		var nodes []string
+		for _, n := range g.Nodes {
+			if live[n] {
+				nodes = append(nodes, n)
+			}
+		}
+		placeable = append(placeable, Placeable{Group: g.Group, Nodes: nodes})
+	}
+	owners := place(placeable)
+
+	// Records that some live member answers for without having recorded
+	// it: their groups are not free, whatever the Lease says.
+	claimed := map[string]string{}
+	for n, m := range v.members {
+		if m.live && n != v.self {
+			for _, k := range m.tookOver {
+				claimed[k] = n
+			}
+		}
+	}
+
+	p := plan{decisions: map[string]decision{}, took: map[string]string{}}
+	for _, g := range v.groups {
+		owner := owners[g.Group]
+		rec, hasRec := v.records[g.Group]
+		d := decision{owner: owner}
+		mine := hasRec && v.term != "" && rec.holder == v.self && rec.term == v.term
+		took, tookIt := v.took[g.Group]
+		tookIt = tookIt && took == rec.key() && !mine
+		if tookIt {
+			p.took[g.Group] = took
+		}
+		candidate := slices.Contains(g.Nodes, v.self)
+		switch {
+		case !v.fresh:
+			d.why = "not answering: this node's liveness is not confirmed"
+		case mine || tookIt:
+			switch {
+			case !candidate || (owner != "" && owner != v.self):
+				d.withdraw = true
+				target, targetTerm := owner, ""
+				if m, ok := v.members[owner]; ok {
+					targetTerm = m.term
+				}
+				switch {
+				case !v.apiUp:
+					// Keep answering: a handover needs the Lease.
+					d.withdraw, d.announce = false, candidate
+					d.why = fmt.Sprintf("held; would hand over to %s once the API server is reachable", dashIfEmpty(owner))
+				case owner == "" || targetTerm == "":
+					d.why = "released: this node may no longer announce it and no live node may"
+					target, targetTerm = "", ""
+					fallthrough
+				default:
+					if d.why == "" {
+						d.why = fmt.Sprintf("handing over to %s (placement)", target)
+					}
+					if v.withdrawn[g.Group] {
+						p.writes = append(p.writes, write{group: g.Group, holder: target, term: targetTerm, fromVersion: rec.version, why: d.why})
+					}
+				}
+			default:
+				d.announce = true
+				d.why = "held by this node"
+				if tookIt && v.apiUp {
+					p.writes = append(p.writes, write{group: g.Group, holder: v.self, term: v.term, fromVersion: rec.version,
+						why: "recording the takeover of " + took})
+				}
+			}
+		case owner != v.self:
+			d.why = fmt.Sprintf("owner %s", dashIfEmpty(owner))
+			if hasRec && rec.holder != "" {
+				d.why += ", held by " + rec.holder
+			}
+		case hasRec && rec.holder != "" && v.members[rec.holder].live && v.members[rec.holder].term == rec.term:
+			d.why = fmt.Sprintf("owner this node; waiting for %s to hand it over", rec.holder)
+		case hasRec && claimed[rec.key()] != "":
+			d.why = fmt.Sprintf("owner this node; waiting for %s, which took it over from %s", claimed[rec.key()], rec.key())
+		case v.apiUp:
+			why := "taking it (no holder)"
+			if hasRec && rec.holder != "" {
+				why = fmt.Sprintf("taking it over from %s (%s)", rec.key(), gone(v.members[rec.holder]))
+			}
+			d.why = why
+			p.writes = append(p.writes, write{group: g.Group, holder: v.self, term: v.term, fromVersion: rec.version, why: why})
+		default:
+			d.announce = true
+			d.why = fmt.Sprintf("took it over from %s while the API server is unreachable", rec.key())
+			p.took[g.Group] = rec.key()
+		}
+		p.decisions[g.Group] = d
+	}
+	return p
+}
+
+func gone(m member) string {
+	if !m.live {
+		return "dead"
+	}
+	return "its term ended"
+}
+
+func dashIfEmpty(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

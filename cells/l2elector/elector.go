@@ -1,0 +1,647 @@
+package l2elector
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/hive/job"
+	"github.com/cilium/statedb"
+	"github.com/cilium/statedb/reconciler"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/tables"
+)
+
+type electorParams struct {
+	cell.In
+
+	Agent      agentconfig.Config
+	Leases     agentconfig.L2Leases
+	Config     Config
+	Log        *slog.Logger
+	DB         *statedb.DB
+	Jobs       job.Group
+	Kube       kubernetes.Interface
+	Candidates statedb.Table[*tables.L2Candidate]
+	Nodes      statedb.Table[*tables.Node]
+	Devices    statedb.Table[*tables.Device]
+	Records    statedb.Table[*tables.L2Lease]
+	Leadership statedb.Table[*tables.Leadership]
+	Announce   statedb.RWTable[*tables.L2AnnounceEntry]
+	Health     statedb.RWTable[*tables.L2LeaseHealth]
+	Members    statedb.RWTable[*tables.L2Member]
+	Owners     statedb.RWTable[*tables.L2Owner]
+	Events     record.EventRecorder
+	Metrics    prometheus.Registerer `optional:"true"`
+}
+
+func registerMembersElector(p electorParams) error {
+	if !p.Agent.EnableL2Announcements || p.Agent.L2AnnouncementsElection != agentconfig.L2ElectionMembers {
+		return nil
+	}
+	secret, err := p.Config.secret()
+	if err != nil {
+		return err
+	}
+	e := &elector{electorParams: p, self: p.Agent.Node(), secret: secret, timings: electionTimings(p.Leases),
+		members: newMembers(p.Log, p.Agent.Node()),
+		fence:   fence{newTerm: newTermName},
+		leases:  p.Kube.CoordinationV1().Leases(p.Agent.K8sNamespace),
+		seen:    map[string]seenLease{}, took: map[string]string{}, inflight: map[string]bool{},
+		overlay: map[string]overlay{}, announced: map[string]bool{},
+		results: make(chan writeResult, 64),
+		metrics: newElectorMetrics(p.Agent.Node()),
+	}
+	if p.Metrics != nil {
+		p.Metrics.MustRegister(e.metrics)
+	}
+	p.Jobs.Add(job.OneShot("elect", e.run))
+	return nil
+}
+
+// elector runs the ownership protocol (decide) on what the failure
+// detector, the Leases and the candidates say, and keeps its outcome in
+// the tables the responder reads. It alone owns the timing contract: the
+// fence (until when this node may answer) is published in l2-lease-health,
+// and the responder's eBPF program stops answering at that deadline by
+// itself, even if this agent is frozen.
+type elector struct {
+	electorParams
+	self    string
+	secret  []byte
+	timings tables.LeaseTimings
+	members *members
+	fence   fence
+	leases  coordinationclient.LeaseInterface
+
+	// seen: when each Lease version was first seen, for the node Leases'
+	// expiry (judged on this node's clock).
+	seen map[string]seenLease
+	// took: groups taken over while the API server was unreachable.
+	took map[string]string
+	// inflight: groups with a Lease write or delete under way; overlay:
+	// the outcome of a write until the table shows it.
+	inflight  map[string]bool
+	overlay   map[string]overlay
+	announced map[string]bool // for the L2Announced Event
+	lastFail  time.Time       // last Lease write that failed for another reason than a conflict
+	results   chan writeResult
+	metrics   *electorMetrics
+}
+
+type seenLease struct {
+	version string
+	at      time.Time
+}
+
+type overlay struct {
+	fromVersion string
+	h           holding
+}
+
+type writeResult struct {
+	w       write
+	deleted bool
+	version string
+	err     error
+}
+
+func newTermName() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (e *elector) run(ctx context.Context, health cell.Health) error {
+	advertise, err := e.waitReady(ctx, health)
+	if err != nil {
+		return nil
+	}
+	if err := e.members.start(advertise, e.Config.L2AnnouncementsPeerPort, e.secret); err != nil {
+		health.Degraded("member protocol", err)
+		return err
+	}
+	e.Log.Info("Member protocol started", "address", advertise, "port", e.Config.L2AnnouncementsPeerPort)
+	defer e.shutdown()
+
+	go e.echoLoop(ctx)
+	go e.joinLoop(ctx)
+
+	tick := time.NewTicker(echoInterval)
+	defer tick.Stop()
+	var (
+		lastFresh    bool
+		lastTerm     string
+		lastMembers  uint64
+		inputs       []<-chan struct{}
+		writesLanded bool
+	)
+	for {
+		now := time.Now()
+		rows, version := e.members.snapshot()
+		e.writeMembers(rows)
+		evidence, why := e.evidence(now, rows)
+		if e.fence.advance(now, evidence) {
+			e.Log.Info("Liveness confirmed: new term; holdings of earlier terms are void", "term", e.fence.term, "evidence", why)
+			e.metrics.terms.Inc()
+			e.took = map[string]string{}
+		}
+		fresh := e.fence.valid(now)
+		if fresh != lastFresh {
+			if fresh {
+				health.OK("liveness confirmed: " + why)
+			} else {
+				e.Log.Warn("Liveness not confirmed: not answering", "term", e.fence.term, "why", why)
+				health.Degraded("not answering", errors.New(why))
+			}
+		}
+		writesLanded = e.drainResults() || writesLanded
+		// Decide again when an input changed; echoes only move the fence.
+		if inputs == nil || closed(inputs...) || fresh != lastFresh || e.fence.term != lastTerm || version != lastMembers || writesLanded {
+			inputs = e.round(fresh, rows)
+			writesLanded = false
+		}
+		e.publishFence(fresh)
+		lastFresh, lastTerm, lastMembers = fresh, e.fence.term, version
+
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		case <-e.members.changed:
+		case r := <-e.results:
+			e.handleResult(r)
+			writesLanded = true
+		}
+	}
+}
+
+// evidence is until when this node may answer, and why, from what it knows
+// at now (see Documentation/l2-announcements.md, "How a node knows it may
+// answer"):
+//   - with peers: while a strict majority of the cluster is alive in its
+//     view, until the last echo a peer answered plus confirmWindow;
+//   - alone (no other member alive and no other node Lease unexpired):
+//     while its own node Lease is renewed.
+func (e *elector) evidence(now time.Time, rows []*tables.L2Member) (time.Time, string) {
+	txn := e.DB.ReadTxn()
+	watchLive := false
+	universe := map[string]bool{e.self: true}
+	for l := range e.Records.All(txn) {
+		node, ok := strings.CutPrefix(l.Name, tables.L2NodeLeasePrefix)
+		if !ok {
+			continue
+		}
+		s := e.seen[l.Name]
+		if s.version != l.ResourceVersion {
+			s = seenLease{l.ResourceVersion, now}
+			e.seen[l.Name] = s
+		}
+		if node == e.self {
+			// This node renews its Lease every retry period: seeing it
+			// change proves the watch delivers.
+			watchLive = now.Sub(s.at) < 2*e.timings.RetryPeriod+time.Second
+		}
+	}
+	for name, s := range e.seen {
+		node, _ := strings.CutPrefix(name, tables.L2NodeLeasePrefix)
+		// Without a live watch nothing expires: the node may be renewing
+		// a Lease this agent cannot see.
+		if !watchLive || now.Sub(s.at) <= e.timings.Duration {
+			universe[node] = true
+		}
+	}
+	live := 0
+	for _, m := range rows {
+		if m.Live() {
+			universe[m.Node] = true
+			live++
+		}
+	}
+	if live == 0 {
+		live = 1 // this node, before the member protocol reports itself
+	}
+	switch {
+	case len(universe) == 1:
+		l, _, ok := e.Leadership.Get(txn, tables.LeadershipLeaseIndex.Query(tables.L2NodeLeasePrefix+e.self))
+		if ok && l.Leading {
+			return l.ValidUntil, "alone, and this node's Lease is renewed"
+		}
+		return time.Time{}, "alone, and this node's Lease is not renewed"
+	case 2*live > len(universe) && live >= 2:
+		return e.members.confirmedUntil(), fmt.Sprintf("%d of %d nodes alive, peers confirm this node", live, len(universe))
+	default:
+		return time.Time{}, fmt.Sprintf("only %d of %d nodes alive in this node's view: not a majority", live, len(universe))
+	}
+}
+
+// round decides and applies the outcome. It returns a channel that closes
+// when an input of the decision changes.
+func (e *elector) round(fresh bool, rows []*tables.L2Member) []<-chan struct{} {
+	txn := e.DB.ReadTxn()
+	cands, candWatch := e.Candidates.AllWatch(txn)
+	recs, recWatch := e.Records.AllWatch(txn)
+	ann, annWatch := e.Announce.AllWatch(txn)
+	_, devWatch := e.Devices.AllWatch(txn)
+	inputs := []<-chan struct{}{candWatch, recWatch, annWatch, devWatch}
+
+	v := view{self: e.self, term: e.fence.term, fresh: fresh, apiUp: e.apiUp(time.Now()),
+		members: map[string]member{}, groups: statedb.Collect(cands), records: map[string]holding{},
+		took: e.took, withdrawn: map[string]bool{}}
+	for _, m := range rows {
+		v.members[m.Node] = member{live: m.Live(), term: m.Term, tookOver: m.TookOver}
+	}
+	for l := range recs {
+		if strings.HasPrefix(l.Name, tables.L2AnnounceLeasePrefix) {
+			v.records[l.Name] = holding{holder: l.Holder, term: l.Term, version: l.ResourceVersion}
+		}
+	}
+	for g, o := range e.overlay {
+		if cur, ok := v.records[g]; (ok && cur.version == o.fromVersion) || (!ok && o.fromVersion == "") {
+			v.records[g] = o.h
+		} else {
+			delete(e.overlay, g)
+		}
+	}
+	// A group's entries are out once every one of them is marked withdrawn
+	// and the responder reports it done.
+	pending := map[string]bool{}
+	for a := range ann {
+		g := groupOf(v.groups, a)
+		if !a.Withdrawn || a.Status.Kind != reconciler.StatusKindDone {
+			pending[g] = true
+		}
+	}
+	for _, c := range v.groups {
+		if !pending[c.Group] {
+			v.withdrawn[c.Group] = true
+		}
+	}
+
+	p := decide(v)
+	e.took = p.took
+	e.apply(v, p, fresh)
+	e.collect(v)
+	for _, w := range p.writes {
+		e.send(w, false)
+	}
+	return inputs
+}
+
+// apply makes l2-announce, l2-owners and the metadata match the plan.
+func (e *elector) apply(v view, p plan, fresh bool) {
+	want := map[tables.L2AnnounceKey]*tables.L2AnnounceEntry{}
+	owners := make([]*tables.L2Owner, 0, len(v.groups))
+	held := 0
+	for _, c := range v.groups {
+		d := p.decisions[c.Group]
+		rec := v.records[c.Group]
+		o := &tables.L2Owner{Group: c.Group, IPs: c.IPs, Owner: d.owner, Announced: d.announce, Why: d.why}
+		if rec.holder != "" {
+			o.Holder = rec.key()
+		}
+		owners = append(owners, o)
+		if d.announce || d.withdraw {
+			for _, l := range c.Local {
+				en := l.Clone()
+				en.Withdrawn = d.withdraw
+				want[tables.L2AnnounceKey{IP: en.IP, NetworkInterface: en.NetworkInterface}] = en
+			}
+		}
+		if d.announce {
+			held++
+			if !e.announced[c.Group] {
+				e.recordAnnounced(c)
+			}
+		}
+		e.announced[c.Group] = d.announce
+	}
+	for g := range e.announced {
+		if _, ok := p.decisions[g]; !ok {
+			delete(e.announced, g)
+		}
+	}
+	e.metrics.held.Set(float64(held))
+
+	wtxn := e.DB.WriteTxn(e.Announce, e.Owners, e.Health)
+	for en := range e.Announce.All(wtxn) {
+		k := tables.L2AnnounceKey{IP: en.IP, NetworkInterface: en.NetworkInterface}
+		if w, ok := want[k]; ok && en.Ifindex == w.Ifindex && en.MAC == w.MAC && en.Withdrawn == w.Withdrawn && slices.Equal(en.Origins, w.Origins) {
+			delete(want, k)
+			continue
+		}
+		if _, ok := want[k]; !ok {
+			_, _, _ = e.Announce.Delete(wtxn, en)
+		}
+	}
+	for _, en := range want {
+		en.Status = reconciler.StatusPending()
+		_, _, _ = e.Announce.Insert(wtxn, en)
+	}
+	keep := map[string]bool{}
+	for _, o := range owners {
+		keep[o.Group] = true
+		if old, _, ok := e.Owners.Get(wtxn, tables.L2OwnerGroupIndex.Query(o.Group)); ok && sameJSON(old, o) {
+			continue
+		}
+		_, _, _ = e.Owners.Insert(wtxn, o)
+	}
+	for o := range e.Owners.All(wtxn) {
+		if !keep[o.Group] {
+			_, _, _ = e.Owners.Delete(wtxn, o)
+		}
+	}
+	// In the same transaction as the entries: the responder never sees
+	// entries without the deadline they are answered under.
+	e.writeFence(wtxn, fresh)
+	wtxn.Commit()
+
+	meta := nodeMeta{Term: e.fence.term, Devices: []string{}}
+	for d := range e.Devices.All(e.DB.ReadTxn()) {
+		if d.Selected {
+			meta.Devices = append(meta.Devices, d.Name)
+		}
+	}
+	slices.Sort(meta.Devices)
+	for _, k := range p.took {
+		meta.TookOver = append(meta.TookOver, k)
+	}
+	slices.Sort(meta.TookOver)
+	meta.TookOver = slices.Compact(meta.TookOver)
+	e.members.setMeta(meta)
+}
+
+// collect deletes the Leases of groups that are gone (their Services
+// deleted, unannounced or without IPs): the holder does, or the first
+// live member if the holder is gone.
+func (e *elector) collect(v view) {
+	if !v.apiUp || !v.fresh {
+		return
+	}
+	if ok, _ := e.Candidates.Initialized(e.DB.ReadTxn()); !ok {
+		return
+	}
+	exists := map[string]bool{}
+	for _, c := range v.groups {
+		exists[c.Group] = true
+	}
+	first := ""
+	for n, m := range v.members {
+		if m.live && (first == "" || n < first) {
+			first = n
+		}
+	}
+	for g, rec := range v.records {
+		if exists[g] {
+			continue
+		}
+		holderLive := rec.holder != "" && v.members[rec.holder].live
+		if rec.holder == e.self || (!holderLive && first == e.self) {
+			e.send(write{group: g, fromVersion: rec.version, why: "its Services are gone"}, true)
+		}
+	}
+}
+
+// send starts a Lease write (or delete) unless one is under way for the
+// group. Writes run concurrently, limited by the client's rate limiter.
+func (e *elector) send(w write, del bool) {
+	if e.inflight[w.group] {
+		return
+	}
+	e.inflight[w.group] = true
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		r := writeResult{w: w, deleted: del}
+		if del {
+			r.err = deleteRecord(ctx, e.leases, w.group, w.fromVersion)
+		} else {
+			r.version, r.err = writeRecord(ctx, e.leases, w, e.timings.Duration)
+		}
+		e.results <- r
+		e.members.wake()
+	}()
+}
+
+// drainResults takes the finished writes in; it reports whether there
+// were any.
+func (e *elector) drainResults() bool {
+	any := false
+	for {
+		select {
+		case r := <-e.results:
+			any = true
+			e.handleResult(r)
+		default:
+			return any
+		}
+	}
+}
+
+// handleResult takes a finished write in.
+func (e *elector) handleResult(r writeResult) {
+	delete(e.inflight, r.w.group)
+	switch {
+	case r.err == nil && !r.deleted:
+		e.overlay[r.w.group] = overlay{fromVersion: r.w.fromVersion, h: holding{holder: r.w.holder, term: r.w.term, version: r.version}}
+		e.metrics.writes.WithLabelValues("written").Inc()
+		e.Log.Info("Announcement lease written", "lease", r.w.group, "holder", r.w.holder, "term", r.w.term, "why", r.w.why)
+	case r.err == nil:
+		e.metrics.writes.WithLabelValues("deleted").Inc()
+		e.Log.Info("Deleted the announcement lease of a group that is gone", "lease", r.w.group)
+	case errors.Is(r.err, errConflict):
+		e.metrics.writes.WithLabelValues("conflict").Inc()
+	default:
+		e.lastFail = time.Now()
+		e.metrics.writes.WithLabelValues("failed").Inc()
+		e.Log.Warn("Announcement lease write failed", "lease", r.w.group, "error", r.err)
+	}
+}
+
+// apiUp: Lease writes are worth trying. The watch delivers (this node's
+// own Lease renewals come back through it) and no write failed lately.
+func (e *elector) apiUp(now time.Time) bool {
+	s, ok := e.seen[tables.L2NodeLeasePrefix+e.self]
+	return ok && now.Sub(s.at) < 2*e.timings.RetryPeriod+time.Second && now.Sub(e.lastFail) > 2*time.Second
+}
+
+// publishFence tells the responder until when it may answer.
+func (e *elector) publishFence(fresh bool) {
+	wtxn := e.DB.WriteTxn(e.Health)
+	e.writeFence(wtxn, fresh)
+	wtxn.Commit()
+}
+
+func (e *elector) writeFence(wtxn statedb.WriteTxn, fresh bool) {
+	h := &tables.L2LeaseHealth{Node: e.self}
+	if fresh {
+		h.FreshUntil = e.fence.until
+	}
+	for en := range e.Announce.All(wtxn) {
+		if !en.Withdrawn {
+			h.HeldLeases++
+		}
+	}
+	if old, _, ok := e.Health.Get(wtxn, tables.L2LeaseHealthNodeIndex.Query(e.self)); ok && old.FreshUntil.Equal(h.FreshUntil) && old.HeldLeases == h.HeldLeases {
+		return
+	}
+	_, _, _ = e.Health.Insert(wtxn, h)
+}
+
+// writeMembers copies the member rows into l2-members.
+func (e *elector) writeMembers(rows []*tables.L2Member) {
+	wtxn := e.DB.WriteTxn(e.Members)
+	defer wtxn.Commit()
+	for _, m := range rows {
+		if old, _, ok := e.Members.Get(wtxn, tables.L2MemberNodeIndex.Query(m.Node)); ok && sameJSON(old, m) {
+			continue
+		}
+		_, _, _ = e.Members.Insert(wtxn, m)
+	}
+}
+
+// shutdown stops answering, waits until the responder's deadline has
+// passed (the program may still answer until then), and only then leaves
+// the member cluster: the peers take over on the leave at once, so this
+// node must be silent by then.
+func (e *elector) shutdown() {
+	wtxn := e.DB.WriteTxn(e.Announce, e.Health)
+	_ = e.Announce.DeleteAll(wtxn)
+	_, _, _ = e.Health.Insert(wtxn, &tables.L2LeaseHealth{Node: e.self})
+	wtxn.Commit()
+	if wait := time.Until(e.fence.until); wait > 0 {
+		time.Sleep(wait)
+	}
+	e.members.stop()
+	e.Log.Info("Left the member cluster")
+}
+
+func (e *elector) echoLoop(ctx context.Context) {
+	tick := time.NewTicker(echoInterval)
+	defer tick.Stop()
+	for turn := 0; ; turn++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			e.members.echo(turn)
+		}
+	}
+}
+
+// joinLoop asks the nodes that are not in the member cluster to let this
+// node in, once per joinInterval: new nodes, and after a partition heals.
+func (e *elector) joinLoop(ctx context.Context) {
+	tick := time.NewTicker(joinInterval)
+	defer tick.Stop()
+	for {
+		live := map[string]bool{}
+		rows, _ := e.members.snapshot()
+		for _, m := range rows {
+			if m.Live() {
+				live[m.Node] = true
+			}
+		}
+		e.members.join(peerAddrs(statedb.Collect(e.Nodes.All(e.DB.ReadTxn())), live, e.self, e.Config.L2AnnouncementsPeerPort))
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// waitReady waits for the tables the elector reads and for this node's
+// address (its Node's first InternalIP), which the peers reach it at.
+func (e *elector) waitReady(ctx context.Context, health cell.Health) (addr netip.Addr, err error) {
+	for {
+		txn := e.DB.ReadTxn()
+		var pending []<-chan struct{}
+		for _, init := range []func(statedb.ReadTxn) (bool, <-chan struct{}){
+			e.Candidates.Initialized, e.Records.Initialized, e.Nodes.Initialized, e.Devices.Initialized,
+		} {
+			if ok, w := init(txn); !ok {
+				pending = append(pending, w)
+			}
+		}
+		n, _, nodeWatch, ok := e.Nodes.GetWatch(txn, tables.NodeNameIndex.Query(e.self))
+		switch {
+		case len(pending) > 0:
+			nodeWatch = pending[0]
+		case !ok || len(n.InternalIPs) == 0:
+			health.Degraded("waiting for an InternalIP", fmt.Errorf("Node %s has no InternalIP address: the peers reach this agent at it", e.self))
+		default:
+			return n.InternalIPs[0], nil
+		}
+		select {
+		case <-ctx.Done():
+			return addr, ctx.Err()
+		case <-nodeWatch:
+		}
+	}
+}
+
+// recordAnnounced tells the group's Services, in an Event, which node now
+// answers for their IPs and where.
+func (e *elector) recordAnnounced(c *tables.L2Candidate) {
+	where := map[string][]string{}
+	for _, en := range c.Local {
+		for _, svc := range en.Origins {
+			where[svc] = append(where[svc], en.IP.String()+" on "+en.NetworkInterface)
+		}
+	}
+	for svc, places := range where {
+		ns, name, _ := strings.Cut(svc, "/")
+		slices.Sort(places)
+		ref := &corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name}
+		e.Events.Eventf(ref, corev1.EventTypeNormal, EventAnnounced, "Node %s announces %s (Lease %s)", e.self, strings.Join(places, ", "), c.Group)
+	}
+}
+
+func groupOf(groups []*tables.L2Candidate, en *tables.L2AnnounceEntry) string {
+	for _, c := range groups {
+		for _, l := range c.Local {
+			if l.IP == en.IP && l.NetworkInterface == en.NetworkInterface {
+				return c.Group
+			}
+		}
+	}
+	return ""
+}
+
+func sameJSON(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}
+
+// secret reads the peer secret.
+func (c Config) secret() ([]byte, error) {
+	if c.L2AnnouncementsPeerSecretFile == "" {
+		return nil, errors.New("l2-announcements-peer-secret-file is not set: the agents authenticate each other with a shared secret (the chart creates it in a Secret); or choose l2-announcements-election=lease")
+	}
+	b, err := os.ReadFile(c.L2AnnouncementsPeerSecretFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading the peer secret: %w", err)
+	}
+	if len(strings.TrimSpace(string(b))) < 16 {
+		return nil, fmt.Errorf("the peer secret in %s is shorter than 16 characters", c.L2AnnouncementsPeerSecretFile)
+	}
+	return b, nil
+}

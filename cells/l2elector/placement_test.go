@@ -1,0 +1,143 @@
+package l2elector
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func nodeNames(k int) []string {
+	out := make([]string, k)
+	for i := range out {
+		out[i] = fmt.Sprintf("node%d", i+1)
+	}
+	return out
+}
+
+func groupsOver(n int, nodes []string) []Placeable {
+	gs := make([]Placeable, n)
+	for i := range gs {
+		gs[i] = Placeable{Group: fmt.Sprintf("cilium-l2announce-default-svc-%d", i), Nodes: nodes}
+	}
+	return gs
+}
+
+func loads(owners map[string]string) map[string]int {
+	l := map[string]int{}
+	for _, n := range owners {
+		l[n]++
+	}
+	return l
+}
+
+func moved(a, b map[string]string) int {
+	n := 0
+	for g, o := range a {
+		if b[g] != o {
+			n++
+		}
+	}
+	return n
+}
+
+func TestPlacementBalanced(t *testing.T) {
+	for _, tc := range []struct{ services, nodes int }{{1000, 3}, {1000, 10}, {100, 3}, {10, 3}} {
+		t.Run(fmt.Sprintf("%d/%d", tc.services, tc.nodes), func(t *testing.T) {
+			owners := place(groupsOver(tc.services, nodeNames(tc.nodes)))
+			if len(owners) != tc.services {
+				t.Fatalf("%d of %d groups placed", len(owners), tc.services)
+			}
+			l := loads(owners)
+			mean := float64(tc.services) / float64(tc.nodes)
+			busiest := 0
+			for _, v := range l {
+				busiest = max(busiest, v)
+			}
+			// The bound: 5% over the mean, rounded up.
+			if limit := int(placementSlack*mean + 0.999999); busiest > limit {
+				t.Errorf("busiest node has %d groups, bound %d (loads %v)", busiest, limit, l)
+			}
+			if tc.services >= 1000 && float64(busiest)/mean > 1.1 {
+				t.Errorf("max/mean %.3f > 1.1 (loads %v)", float64(busiest)/mean, l)
+			}
+		})
+	}
+}
+
+// Every agent must compute the same owners whatever order it learnt the
+// groups and nodes in.
+func TestPlacementIgnoresOrder(t *testing.T) {
+	gs := groupsOver(300, nodeNames(5))
+	want := place(gs)
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 5 {
+		shuffled := slices.Clone(gs)
+		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		for i := range shuffled {
+			ns := slices.Clone(shuffled[i].Nodes)
+			r.Shuffle(len(ns), func(a, b int) { ns[a], ns[b] = ns[b], ns[a] })
+			shuffled[i].Nodes = ns
+		}
+		if got := place(shuffled); moved(want, got) != 0 {
+			t.Fatalf("%d groups placed differently after shuffling", moved(want, got))
+		}
+	}
+}
+
+// A node joining takes about its share, N/(k+1), and the others keep the
+// rest; a node leaving gives away only its own groups.
+func TestPlacementSticky(t *testing.T) {
+	for _, k := range []int{3, 10} {
+		t.Run(fmt.Sprint(k), func(t *testing.T) {
+			const n = 1000
+			before := place(groupsOver(n, nodeNames(k)))
+			after := place(groupsOver(n, nodeNames(k+1)))
+			share := n / (k + 1)
+			m := moved(before, after)
+			t.Logf("join: %d of %d groups move (share of the new node %d)", m, n, share)
+			if m > share*13/10 {
+				t.Errorf("join moved %d groups, more than 1.3 × the new node's share %d", m, share)
+			}
+			left := nodeNames(k + 1)
+			gone := left[0]
+			again := place(groupsOver(n, left[1:]))
+			lost := loads(after)[gone]
+			m = moved(after, again)
+			t.Logf("leave: %d of %d groups move (the leaving node had %d)", m, n, lost)
+			if m > lost*13/10 {
+				t.Errorf("leave moved %d groups, more than 1.3 × the %d of the node that left", m, lost)
+			}
+		})
+	}
+}
+
+func TestPlacementRestrictedNodes(t *testing.T) {
+	all := nodeNames(4)
+	gs := groupsOver(200, all)
+	// A quarter of the groups may only go to node4 (a policy's node
+	// selector, or the only node with a ready endpoint).
+	for i := range 50 {
+		gs[i].Nodes = []string{"node4"}
+	}
+	gs = append(gs, Placeable{Group: "nobody", Nodes: nil})
+	owners := place(gs)
+	for i := range 50 {
+		if owners[gs[i].Group] != "node4" {
+			t.Fatalf("group %s placed on %s, only node4 may announce it", gs[i].Group, owners[gs[i].Group])
+		}
+	}
+	if _, ok := owners["nobody"]; ok {
+		t.Fatalf("a group without nodes got an owner")
+	}
+	if len(owners) != 200 {
+		t.Fatalf("%d groups placed, want 200", len(owners))
+	}
+}
+
+func BenchmarkPlace(b *testing.B) {
+	gs := groupsOver(1000, nodeNames(10))
+	for b.Loop() {
+		place(gs)
+	}
+}
