@@ -66,6 +66,7 @@ func registerMembersElector(p electorParams) error {
 		seen:    map[string]seenLease{}, took: map[string]string{}, inflight: map[string]bool{},
 		overlay: map[string]overlay{}, announced: map[string]bool{},
 		results: make(chan writeResult, 64),
+		writing: make(chan struct{}, maxWritesInFlight),
 		metrics: newElectorMetrics(p.Agent.Node()),
 	}
 	if p.Metrics != nil {
@@ -102,8 +103,14 @@ type elector struct {
 	announced map[string]bool // for the L2Announced Event
 	lastFail  time.Time       // last Lease write that failed for another reason than a conflict
 	results   chan writeResult
+	writing   chan struct{} // one token per write in flight
 	metrics   *electorMetrics
 }
+
+// maxWritesInFlight bounds the concurrent Lease writes: a thousand groups
+// changing hands at once queue here rather than time out in the client's
+// rate limiter (a timeout would count as the API server being down).
+const maxWritesInFlight = 8
 
 type seenLease struct {
 	version string
@@ -426,7 +433,9 @@ func (e *elector) send(w write, del bool) {
 	}
 	e.inflight[w.group] = true
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		e.writing <- struct{}{}
+		defer func() { <-e.writing }()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		r := writeResult{w: w, deleted: del}
 		if del {
