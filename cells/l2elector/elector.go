@@ -334,7 +334,7 @@ func (e *elector) apply(v view, p plan, fresh bool) {
 		if d.announce {
 			held++
 			if !e.announced[c.Group] {
-				e.recordAnnounced(c)
+				recordAnnounced(e.Events, e.self, c.Group, c.Local)
 			}
 		}
 		e.announced[c.Group] = d.announce
@@ -606,11 +606,11 @@ func (e *elector) waitReady(ctx context.Context, health cell.Health) (addr netip
 	}
 }
 
-// recordAnnounced tells the group's Services, in an Event, which node now
+// recordAnnounced tells a group's Services, in an Event, which node now
 // answers for their IPs and where.
-func (e *elector) recordAnnounced(c *tables.L2Candidate) {
+func recordAnnounced(events record.EventRecorder, node, lease string, entries []*tables.L2AnnounceEntry) {
 	where := map[string][]string{}
-	for _, en := range c.Local {
+	for _, en := range entries {
 		for _, svc := range en.Origins {
 			where[svc] = append(where[svc], en.IP.String()+" on "+en.NetworkInterface)
 		}
@@ -619,7 +619,7 @@ func (e *elector) recordAnnounced(c *tables.L2Candidate) {
 		ns, name, _ := strings.Cut(svc, "/")
 		slices.Sort(places)
 		ref := &corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name}
-		e.Events.Eventf(ref, corev1.EventTypeNormal, EventAnnounced, "Node %s announces %s (Lease %s)", e.self, strings.Join(places, ", "), c.Group)
+		events.Eventf(ref, corev1.EventTypeNormal, EventAnnounced, "Node %s announces %s (Lease %s)", node, strings.Join(places, ", "), lease)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"iter"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/cilium/hive/cell"
@@ -14,7 +13,6 @@ import (
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/reconciler"
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
@@ -221,7 +219,11 @@ func (a *announcer) sync(sel selection, campaigns map[string]*campaign) {
 		if c.announced != held {
 			c.announced = held
 			if held {
-				a.recordAnnounced(g)
+				entries := make([]*tables.L2AnnounceEntry, 0, len(g.entries))
+				for _, en := range g.entries {
+					entries = append(entries, en)
+				}
+				recordAnnounced(a.Events, a.node, g.lease, entries)
 			}
 		}
 		if !held {
@@ -257,23 +259,6 @@ func (a *announcer) sync(sel selection, campaigns map[string]*campaign) {
 
 func sameEntry(a, b *tables.L2AnnounceEntry) bool {
 	return a.Ifindex == b.Ifindex && a.MAC == b.MAC && slices.Equal(a.Origins, b.Origins)
-}
-
-// recordAnnounced tells the group's Services, in an Event, which node now
-// answers for their IPs and where.
-func (a *announcer) recordAnnounced(g *group) {
-	where := map[string][]string{}
-	for _, e := range g.entries {
-		for _, svc := range e.Origins {
-			where[svc] = append(where[svc], e.IP.String()+" on "+e.NetworkInterface)
-		}
-	}
-	for svc, places := range where {
-		ns, name, _ := strings.Cut(svc, "/")
-		slices.Sort(places)
-		ref := &corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name}
-		a.Events.Eventf(ref, corev1.EventTypeNormal, EventAnnounced, "Node %s announces %s (Lease %s)", a.node, strings.Join(places, ", "), g.lease)
-	}
 }
 
 // group is a set of Services that must be answered for by the same node:
