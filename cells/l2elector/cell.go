@@ -30,14 +30,16 @@ import (
 // Config of the members election.
 type Config struct {
 	L2AnnouncementsPeerPort       int    // l2-announcements-peer-port
+	L2AnnouncementsPeerSecret     string // l2-announcements-peer-secret
 	L2AnnouncementsPeerSecretFile string // l2-announcements-peer-secret-file
 }
 
-var defaultConfig = Config{L2AnnouncementsPeerPort: 7947}
+var defaultConfig = Config{L2AnnouncementsPeerPort: 7947, L2AnnouncementsPeerSecret: "herald-l2-peers"}
 
 func (def Config) Flags(flags *pflag.FlagSet) {
 	flags.Int("l2-announcements-peer-port", def.L2AnnouncementsPeerPort, "TCP and UDP port the agents watch each other's liveness on (members election), on the node's InternalIP")
-	flags.String("l2-announcements-peer-secret-file", def.L2AnnouncementsPeerSecretFile, "File holding the secret the agents authenticate and encrypt their peer traffic with (members election; at least 16 characters)")
+	flags.String("l2-announcements-peer-secret", def.L2AnnouncementsPeerSecret, `Secret in --k8s-namespace whose key "secret" authenticates and encrypts the agents' peer traffic (members election); the first agent creates it with a random value when it is missing`)
+	flags.String("l2-announcements-peer-secret-file", def.L2AnnouncementsPeerSecretFile, "File holding the peer secret instead of the Secret (at least 16 characters)")
 }
 
 var Cell = cell.Module(

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -55,11 +54,7 @@ func registerMembersElector(p electorParams) error {
 	if !p.Agent.EnableL2Announcements || p.Agent.L2AnnouncementsElection != agentconfig.L2ElectionMembers {
 		return nil
 	}
-	secret, err := p.Config.secret()
-	if err != nil {
-		return err
-	}
-	e := &elector{electorParams: p, self: p.Agent.Node(), secret: secret, timings: electionTimings(p.Leases),
+	e := &elector{electorParams: p, self: p.Agent.Node(), timings: electionTimings(p.Leases),
 		members: newMembers(p.Log, p.Agent.Node()),
 		fence:   fence{newTerm: newTermName},
 		leases:  p.Kube.CoordinationV1().Leases(p.Agent.K8sNamespace),
@@ -85,7 +80,6 @@ func registerMembersElector(p electorParams) error {
 type elector struct {
 	electorParams
 	self    string
-	secret  []byte
 	timings tables.LeaseTimings
 	members *members
 	fence   fence
@@ -140,7 +134,20 @@ func (e *elector) run(ctx context.Context, health cell.Health) error {
 	if err != nil {
 		return nil
 	}
-	if err := e.members.start(advertise, e.Config.L2AnnouncementsPeerPort, e.secret); err != nil {
+	var secret []byte
+	for {
+		if secret, err = e.Config.peerSecret(ctx, e.Kube, e.Agent.K8sNamespace); err == nil {
+			break
+		}
+		e.Log.Error("No peer secret: this node takes no part in L2 announcements until it has one", "error", err)
+		health.Degraded("peer secret", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(5 * time.Second):
+		}
+	}
+	if err := e.members.start(advertise, e.Config.L2AnnouncementsPeerPort, secret); err != nil {
 		health.Degraded("member protocol", err)
 		return err
 	}
@@ -638,19 +645,4 @@ func sameJSON(a, b any) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return string(ja) == string(jb)
-}
-
-// secret reads the peer secret.
-func (c Config) secret() ([]byte, error) {
-	if c.L2AnnouncementsPeerSecretFile == "" {
-		return nil, errors.New("l2-announcements-peer-secret-file is not set: the agents authenticate each other with a shared secret (the chart creates it in a Secret); or choose l2-announcements-election=lease")
-	}
-	b, err := os.ReadFile(c.L2AnnouncementsPeerSecretFile)
-	if err != nil {
-		return nil, fmt.Errorf("reading the peer secret: %w", err)
-	}
-	if len(strings.TrimSpace(string(b))) < 16 {
-		return nil, fmt.Errorf("the peer secret in %s is shorter than 16 characters", c.L2AnnouncementsPeerSecretFile)
-	}
-	return b, nil
 }

@@ -497,17 +497,24 @@ func TestRBAC(t *testing.T) {
 	var role rbacv1.Role
 	r.typed(t, "Role", &role)
 
+	// A grant narrowed to named objects names them after the resource:
+	// "secrets/herald-l2-peers".
 	type grant struct{ group, resource, verb string }
 	flatten := func(rules []rbacv1.PolicyRule) []grant {
 		var out []grant
 		for _, rule := range rules {
-			if len(rule.ResourceNames) > 0 || len(rule.NonResourceURLs) > 0 {
+			if len(rule.NonResourceURLs) > 0 {
 				t.Errorf("unexpected rule %+v", rule)
 			}
 			for _, g := range rule.APIGroups {
 				for _, res := range rule.Resources {
 					for _, v := range rule.Verbs {
-						out = append(out, grant{g, res, v})
+						if len(rule.ResourceNames) == 0 {
+							out = append(out, grant{g, res, v})
+						}
+						for _, name := range rule.ResourceNames {
+							out = append(out, grant{g, res + "/" + name, v})
+						}
 					}
 				}
 			}
@@ -554,6 +561,13 @@ func TestRBAC(t *testing.T) {
 	wantRole := gvs("coordination.k8s.io", "leases", "create", "delete", "get", "list", "update", "watch")
 	if got := flatten(role.Rules); !reflect.DeepEqual(got, wantRole) {
 		t.Errorf("Role grants\n%v\nwant\n%v", got, wantRole)
+	}
+	// With the members election, and only then: its peer Secret.
+	var roleMembers rbacv1.Role
+	render(t, helmrender.Options{Set: []string{"l2announcements.enabled=true", "l2announcements.election=members"}}).typed(t, "Role", &roleMembers)
+	wantMembers := slices.Concat(gvs("", "secrets", "create"), gvs("", "secrets/herald-l2-peers", "get"), wantRole)
+	if got := flatten(roleMembers.Rules); !reflect.DeepEqual(got, wantMembers) {
+		t.Errorf("Role grants with the members election\n%v\nwant\n%v", got, wantMembers)
 	}
 	if role.Namespace != "kube-system" {
 		t.Errorf("Role in %s", role.Namespace)
