@@ -3,68 +3,14 @@ package l2policystatus
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"time"
 
-	"github.com/cilium/hive/cell"
-	"github.com/cilium/hive/job"
-	"github.com/cilium/statedb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
-	"github.com/heraldlb/herald/daemon/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
-
-type policyStatusParams struct {
-	cell.In
-
-	Agent    agentconfig.Config
-	Log      *slog.Logger
-	DB       *statedb.DB
-	Jobs     job.Group
-	Client   versioned.Interface
-	Policies statedb.Table[*tables.L2Policy]
-}
-
-// registerPolicyStatus reports broken policies in their status. Every agent
-// computes the same conditions and writes only when they differ from what
-// the policy shows, so the first agent's write settles it for all.
-func registerPolicyStatus(p policyStatusParams) {
-	if !p.Agent.EnableL2Announcements {
-		return
-	}
-	p.Jobs.Add(job.OneShot("policy-status", func(ctx context.Context, health cell.Health) error {
-		for {
-			policies, watch := p.Policies.AllWatch(p.DB.ReadTxn())
-			failed := false
-			for pol := range policies {
-				want, changed := policyConditions(pol, time.Now())
-				if !changed {
-					continue
-				}
-				if err := patchPolicyStatus(ctx, p.Client, pol, want); err != nil {
-					p.Log.Warn("Cannot write policy status", "policy", pol.Name, "error", err)
-					failed = true
-				} else if pol.Broken() {
-					p.Log.Warn("Invalid CiliumL2AnnouncementPolicy: it selects nothing until fixed", "policy", pol.Name,
-						"serviceSelector", pol.ServiceSelectorError, "nodeSelector", pol.NodeSelectorError, "interfaces", pol.InterfaceError)
-				}
-			}
-			retry := time.After(time.Hour)
-			if failed {
-				retry = time.After(5 * time.Second)
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-watch:
-			case <-retry:
-			}
-		}
-	}))
-}
 
 // policyConditions returns the policy's conditions with the three error
 // conditions as they should be, and whether that differs from its status.

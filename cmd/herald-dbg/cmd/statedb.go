@@ -32,10 +32,11 @@ var printers = map[string]tablePrinter{
 	tables.L2LeaseHealthTableName: printTable[*tables.L2LeaseHealth](tables.L2LeaseHealthTableName),
 	tables.LeadershipTableName:    printTable[*tables.Leadership](tables.LeadershipTableName),
 	// L2 election: candidates, members, who answers for what and why.
-	tables.L2CandidatesTableName: printTable[*tables.L2Candidate](tables.L2CandidatesTableName),
-	tables.L2MembersTableName:    printTable[*tables.L2Member](tables.L2MembersTableName),
-	tables.L2OwnersTableName:     printTable[*tables.L2Owner](tables.L2OwnersTableName),
-	tables.L2LeasesTableName:     printTable[*tables.L2Lease](tables.L2LeasesTableName),
+	tables.L2CandidatesTableName:   printTable[*tables.L2Candidate](tables.L2CandidatesTableName),
+	tables.L2MembersTableName:      printTable[*tables.L2Member](tables.L2MembersTableName),
+	tables.L2OwnersTableName:       printTable[*tables.L2Owner](tables.L2OwnersTableName),
+	tables.L2LeasesTableName:       printTable[*tables.L2Lease](tables.L2LeasesTableName),
+	tables.L2PolicyStatusTableName: printTable[*tables.L2PolicyStatus](tables.L2PolicyStatusTableName),
 	// Multi-pool IPAM.
 	tables.PodIPPoolsTableName:       printTable[*tables.PodIPPool](tables.PodIPPoolsTableName),
 	tables.CiliumNodesTableName:      printTable[*tables.CiliumNode](tables.CiliumNodesTableName),
