@@ -2,18 +2,24 @@
 # bench-l2.sh: what `make bench-l2` prints (make runs `tools build` first).
 # Needs root: network namespaces, bpffs, eBPF.
 #
+#  (0) placement of the members election: 1000 groups over 3 and 10 nodes,
+#      the busiest node over the mean, groups moved on join and on leave
+#      (cells/l2elector BenchmarkPlacementQuality; pure computation);
 #  (1) ARP reply latency seen from a client namespace: the eBPF responder
 #      (XDP generic and native, tcx) against the kernel answering for a
 #      configured address (bpf BenchmarkARPReply, 2000 requests per case);
 #  (2) on the test/l2 LAN (3 node namespaces, kube-apiserver):
-#      BenchmarkFailover: failover time after kill -9 of the VIP owner's
-#        agent, default (15s/5s/2s) and tuned (1s/500ms/100ms) Lease timings,
-#        20 trials each: p50, p99, min, max, double answers;
+#      BenchmarkFailover: failover time of a VIP, 20 trials per row: the
+#        lease election at default (15s/5s/2s) and tuned (2s/1s/200ms)
+#        timings with kill -9 of the owner's agent; the members election at
+#        default settings with kill -9, SIGSTOP and a partition of the
+#        owner: p50, p99, min, max, double answers;
 #      BenchmarkLeaseAPILoad: Lease writes and reads on the API server for
-#        100 and 1000 announced Services, tuned (2s/1s/200ms) and default
-#        timings, and whether the agents' client-side rate limit throttles.
+#        100 and 1000 announced Services, the lease election at tuned and
+#        default timings and the members election, and whether the agents'
+#        client-side rate limit throttles.
 #
-# Takes about 25 minutes. Knobs (environment), see test/l2/bench_test.go:
+# Takes about 40 minutes. Knobs (environment), see test/l2/bench_test.go:
 # BENCH_L2_TRIALS (20), BENCH_L2_SERVICES (100,1000), BENCH_L2_WINDOW (30s),
 # BENCH_L2_SETTLE_TIMEOUT (5m); BENCH_L2_ARP_COUNT (2000) for (1).
 set -euo pipefail
@@ -42,6 +48,10 @@ run() {
 	"$@"
 }
 
+echo "== (0) placement of the members election"
+run "${GO}" test -run '^$' -bench PlacementQuality ./cells/l2elector/
+
+echo
 echo "== (1) ARP reply latency, eBPF responder vs kernel ($(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
 run "${GO}" test -run '^$' -bench ARPReply -benchtime "${arp_count}x" ./bpf/
 

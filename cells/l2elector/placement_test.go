@@ -141,3 +141,32 @@ func BenchmarkPlace(b *testing.B) {
 		place(gs)
 	}
 }
+
+// BenchmarkPlacementQuality reports, for 1000 groups over k nodes, the
+// busiest node's share over the mean and the groups that move when a node
+// joins (k → k+1) or leaves (k+1 → k), against the fair share N/(k+1) and
+// the leaving node's own groups. It also times a placement.
+func BenchmarkPlacementQuality(b *testing.B) {
+	const n = 1000
+	for _, k := range []int{3, 10} {
+		b.Run(fmt.Sprintf("groups=%d/nodes=%d", n, k), func(b *testing.B) {
+			gs := groupsOver(n, nodeNames(k))
+			var owners map[string]string
+			for b.Loop() {
+				owners = place(gs)
+			}
+			busiest := 0
+			for _, l := range loads(owners) {
+				busiest = max(busiest, l)
+			}
+			grown := place(groupsOver(n, nodeNames(k+1)))
+			leaving := nodeNames(k + 1)[0]
+			shrunk := place(groupsOver(n, nodeNames(k + 1)[1:]))
+			b.ReportMetric(float64(busiest)/(float64(n)/float64(k)), "max/mean")
+			b.ReportMetric(float64(moved(owners, grown)), "moved-on-join")
+			b.ReportMetric(float64(n)/float64(k+1), "fair-share")
+			b.ReportMetric(float64(moved(grown, shrunk)), "moved-on-leave")
+			b.ReportMetric(float64(loads(grown)[leaving]), "leaver-had")
+		})
+	}
+}

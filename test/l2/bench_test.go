@@ -85,7 +85,7 @@ func (lt leaseTimings) String() string {
 
 // withTimings restarts the three agents with the timings lt, and with
 // their usual command line again when the benchmark ends.
-func withTimings(b *testing.B, lt leaseTimings) {
+func withTimings(b *testing.B, lt leaseTimings, extra ...string) {
 	b.Helper()
 	saved := map[*node][]string{}
 	for _, n := range nodes {
@@ -96,10 +96,10 @@ func withTimings(b *testing.B, lt leaseTimings) {
 			b.Errorf("restoring the agents' usual timings: %v", err)
 		}
 	})
-	if err := restartAgents(func(n *node) []string { return append(slices.Clone(saved[n]), lt.args()...) }); err != nil {
+	if err := restartAgents(func(n *node) []string { return append(append(slices.Clone(saved[n]), lt.args()...), extra...) }); err != nil {
 		b.Fatal(err)
 	}
-	say(b, "agents restarted with %s", lt)
+	say(b, "agents restarted with %s %s", lt, strings.Join(extra, " "))
 }
 
 // restartAgents stops the three agents (SIGTERM: they release their
@@ -369,8 +369,55 @@ const proberInterval = 20 * time.Millisecond
 // two different MACs replied, which must never happen.
 func BenchmarkFailover(b *testing.B) {
 	trials := envInt(b, "BENCH_L2_TRIALS", 20)
-	for _, lt := range []leaseTimings{defaultTimings, fastTimings} {
-		b.Run(lt.name, func(b *testing.B) { benchFailover(b, lt, trials) })
+	for _, st := range failoverSettings {
+		b.Run(st.name, func(b *testing.B) { benchFailover(b, st, trials) })
+	}
+}
+
+// failoverSetting is one row of BenchmarkFailover: an election, its
+// timings, and the fault done to the owner.
+type failoverSetting struct {
+	name     string
+	lt       leaseTimings
+	election string
+	fault    fault
+}
+
+// fault is what a trial does to the owner, and how it is undone after it.
+type fault struct {
+	name    string
+	apply   func(testing.TB, *node)
+	recover func(testing.TB, *node)
+}
+
+var (
+	kill9 = fault{"kill -9",
+		func(tb testing.TB, n *node) { must(tb, n.Kill9()) },
+		func(tb testing.TB, n *node) { must(tb, n.Start()) }}
+	sigstop = fault{"SIGSTOP",
+		func(tb testing.TB, n *node) { must(tb, n.Freeze()) },
+		func(tb testing.TB, n *node) { must(tb, n.Thaw()) }}
+	// cutOff drops the owner's traffic to and from the other nodes and the
+	// API server (ARP still flows: the owner's responder must fall silent
+	// by itself).
+	healers = map[*node]func(){}
+	cutOff  = fault{"partition",
+		func(tb testing.TB, n *node) { healers[n] = partition(tb, n) },
+		func(tb testing.TB, n *node) { healers[n]() }}
+
+	failoverSettings = []failoverSetting{
+		{"lease/default/kill", defaultTimings, "lease", kill9},
+		{"lease/tuned/kill", fastTimings, "lease", kill9},
+		{"members/default/kill", defaultTimings, "members", kill9},
+		{"members/default/sigstop", defaultTimings, "members", sigstop},
+		{"members/default/partition", defaultTimings, "members", cutOff},
+	}
+)
+
+func must(tb testing.TB, err error) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
 	}
 }
 
@@ -387,9 +434,10 @@ type failoverTrial struct {
 	windows, doubles int
 }
 
-func benchFailover(b *testing.B, lt leaseTimings, trials int) {
+func benchFailover(b *testing.B, st failoverSetting, trials int) {
+	lt := st.lt
 	ensureAgents(b)
-	withTimings(b, lt)
+	withTimings(b, lt, "--l2-announcements-election="+st.election)
 	bn := newBenchNS(b)
 	bn.setPolicy()
 	if _, err := kube.CoreV1().Services(bn.ns).Create(context.Background(), bn.service("web", nil, nil), metav1.CreateOptions{}); err != nil {
@@ -408,7 +456,7 @@ func benchFailover(b *testing.B, lt leaseTimings, trials int) {
 	})
 	lease := leaseName(bn.ns, "web")
 	// The agents do run with the timings: the holder writes its lease
-	// duration into the Lease.
+	// duration into the Lease (both elections do).
 	waitFor(b, func() (bool, string) {
 		l, err := kube.CoordinationV1().Leases(leaseNS).Get(context.Background(), lease, metav1.GetOptions{})
 		if err != nil {
@@ -431,21 +479,19 @@ func benchFailover(b *testing.B, lt leaseTimings, trials int) {
 		ensureAgents(b)
 		time.Sleep(settle)
 		owner := waitSingleOwner(b, vip, lease)
-		r := runFailoverTrial(b, vip, lease, owner, lt)
-		r.moved = len(results) > 0 && results[len(results)-1].tookOver != owner
+		r := runFailoverTrial(b, vip, lease, owner, lt, st.fault)
+		r.moved = st.election == "lease" && len(results) > 0 && results[len(results)-1].tookOver != owner
 		results = append(results, r)
-		say(b, "trial %2d/%d: killed %s, %s answered after %.3f s (%d requests, %d double answers)",
-			i, trials, r.killed.Name, nodeName(r.tookOver), r.failover.Seconds(), r.requests, r.doubles)
+		say(b, "trial %2d/%d: %s %s, %s answered after %.3f s (%d requests, %d double answers)",
+			i, trials, st.fault.name, r.killed.Name, nodeName(r.tookOver), r.failover.Seconds(), r.requests, r.doubles)
 		if r.moved || r.doubles > 0 {
 			// Show why the Lease changed hands unasked.
 			say(b, "trial %d: the agents' Lease log lines since the previous trial:\n%s", i, leaseLogLines(marks, lease))
 		}
-		if err := owner.Start(); err != nil {
-			b.Fatal(err)
-		}
+		st.fault.recover(b, owner)
 	}
 	ensureAgents(b)
-	reportFailover(b, lt, results)
+	reportFailover(b, st, results)
 }
 
 // waitSingleOwner waits until requests for vip get exactly one reply, from
@@ -499,7 +545,7 @@ func leaseLogLines(marks map[*node]agentproc.LogMark, lease string) string {
 
 // runFailoverTrial kills owner's agent while the client asks for vip every
 // proberInterval, and measures until another node answers.
-func runFailoverTrial(b *testing.B, vip netip.Addr, lease string, owner *node, lt leaseTimings) failoverTrial {
+func runFailoverTrial(b *testing.B, vip netip.Addr, lease string, owner *node, lt leaseTimings, f fault) failoverTrial {
 	b.Helper()
 	start := client.mark()
 	prober := startMarkedProber(vip, proberInterval)
@@ -507,9 +553,7 @@ func runFailoverTrial(b *testing.B, vip netip.Addr, lease string, owner *node, l
 	time.Sleep(10 * proberInterval) // a few answers of the owner first
 
 	t0 := time.Now()
-	if err := owner.Kill9(); err != nil {
-		b.Fatal(err)
-	}
+	f.apply(b, owner)
 	r := failoverTrial{killed: owner}
 	deadline := t0.Add(4*lt.duration + timeout)
 	var t1 time.Time
@@ -571,7 +615,8 @@ func runFailoverTrial(b *testing.B, vip netip.Addr, lease string, owner *node, l
 	return r
 }
 
-func reportFailover(b *testing.B, lt leaseTimings, results []failoverTrial) {
+func reportFailover(b *testing.B, st failoverSetting, results []failoverTrial) {
+	lt := st.lt
 	secs := make([]float64, 0, len(results))
 	doubles, windows, moved := 0, 0, 0
 	for _, r := range results {
@@ -597,7 +642,7 @@ func reportFailover(b *testing.B, lt leaseTimings, results []failoverTrial) {
 	b.ReportMetric(float64(moved), "unforced-handovers")
 
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "failover %s (%s), %d trials, ARP request every %s:\n", lt.name, lt, len(results), proberInterval)
+	fmt.Fprintf(&sb, "failover %s (%s election, %s; fault: %s), %d trials, ARP request every %s:\n", st.name, st.election, lt, st.fault.name, len(results), proberInterval)
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "trial\tkilled\towner moved\ttook over\tt1-t0 (s)\tunanswered (s)\tLease acquired (s)\trequests\tdouble answers\t")
 	for i, r := range results {
@@ -617,8 +662,10 @@ func reportFailover(b *testing.B, lt leaseTimings, results []failoverTrial) {
 		p99note = fmt.Sprintf(" (nearest rank: with %d trials p99 is the max)", len(sorted))
 	}
 	fmt.Fprintf(&sb, "p50 %.3f s, p99 %.3f s%s, min %.3f s, max %.3f s\n", p50, p99, p99note, lo, hi)
-	fmt.Fprintf(&sb, "spec's theoretical range: %s (leaseDuration-renewDeadline) to %s (leaseDuration+renewDeadline)\n",
-		lt.duration-lt.renew, lt.duration+lt.renew)
+	if st.election == "lease" {
+		fmt.Fprintf(&sb, "spec's theoretical range: %s (leaseDuration-renewDeadline) to %s (leaseDuration+renewDeadline)\n",
+			lt.duration-lt.renew, lt.duration+lt.renew)
+	}
 	fmt.Fprintf(&sb, "double answers (two MACs replying to one request): %d in %d request windows\n", doubles, windows)
 	fmt.Fprintf(&sb, "unforced handovers (\"owner moved\": the Lease changed hands between trials, without a kill): %d\n", moved)
 	fmt.Fprintf(&sb, "(\"unanswered\": from the killed node's last reply to t1; \"Lease acquired\": the new holder's acquireTime - t0)")
@@ -676,9 +723,14 @@ func BenchmarkLeaseAPILoad(b *testing.B) {
 	ll := newLeaseLoad(b, counts, settleTimeout)
 
 	var summary []loadResult
-	for _, lt := range []leaseTimings{harnessTimings, defaultTimings} {
+	for _, st := range []struct {
+		lt       leaseTimings
+		election string
+	}{{harnessTimings, "lease"}, {defaultTimings, "lease"}, {defaultTimings, "members"}} {
+		lt := st.lt
+		lt.name = st.election + "/" + lt.name
 		b.Run(lt.name, func(b *testing.B) {
-			withTimings(b, lt)
+			withTimings(b, lt, "--l2-announcements-election="+st.election)
 			b.Cleanup(func() { ll.unannounce(b, lt) })
 			b.Run("services=0", func(b *testing.B) {
 				r := measureLeaseLoad(b, lt, 0, 0, window)

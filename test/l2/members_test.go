@@ -1,9 +1,21 @@
 package l2
 
 import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
+	"github.com/heraldlb/herald/tables"
 )
 
 // useMembersElection restarts every agent with the members election
@@ -88,6 +100,200 @@ func TestMembersFailoverAndHandover(t *testing.T) {
 		t.Fatalf("after %s thawed the group went to %s, want its placed owner", placed.Name, back.Name)
 	}
 
+	expectNoDoubleAnswers(t, vip, prober, start)
+	expectAnsweredOnlyBy(t, vip, placed)
+}
+
+// manyPoolCIDR backs TestMembersManyServices: one address per Service,
+// on no interface; the responders answer ARP for them on the test LAN.
+const manyPoolCIDR = "198.18.128.0/21"
+
+// createManyServices creates n LoadBalancer Services from their own pool
+// and returns their VIPs by Service name once LB IPAM gave them all one.
+func (s *scenario) createManyServices(n int) map[string]netip.Addr {
+	s.t.Helper()
+	ctx := context.Background()
+	poolName := s.ns + "-many"
+	pool := &v2alpha1.CiliumLoadBalancerIPPool{
+		ObjectMeta: metav1.ObjectMeta{Name: poolName},
+		Spec: v2alpha1.CiliumLoadBalancerIPPoolSpec{
+			ServiceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{testLabel: s.label}},
+			Blocks:          []v2alpha1.CiliumLoadBalancerIPPoolIPBlock{{Cidr: manyPoolCIDR}},
+		},
+	}
+	if _, err := herald.CiliumV2alpha1().CiliumLoadBalancerIPPools().Create(ctx, pool, metav1.CreateOptions{}); err != nil {
+		s.t.Fatalf("creating pool: %v", err)
+	}
+	s.t.Cleanup(func() {
+		_ = herald.CiliumV2alpha1().CiliumLoadBalancerIPPools().Delete(context.Background(), poolName, metav1.DeleteOptions{})
+	})
+	// Each Service asks for its own address of the pool (the harness's
+	// small pool would serve some of them otherwise).
+	block := netip.MustParsePrefix(manyPoolCIDR)
+	type want struct {
+		name string
+		ip   netip.Addr
+	}
+	var wg sync.WaitGroup
+	work := make(chan want)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for w := range work {
+				s.createServiceWith(w.name, func(svc *corev1.Service) {
+					svc.Spec.AllocateLoadBalancerNodePorts = ptr.To(false)
+					svc.Annotations = map[string]string{tables.AnnotationIPs: w.ip.String()}
+				})
+			}
+		}()
+	}
+	ip := block.Addr()
+	for i := range n {
+		ip = ip.Next()
+		work <- want{fmt.Sprintf("svc-%04d", i), ip}
+	}
+	close(work)
+	wg.Wait()
+	vips := map[string]netip.Addr{}
+	waitFor(s.t, func() (bool, string) {
+		list, err := kube.CoreV1().Services(s.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for i := range list.Items {
+			for _, in := range list.Items[i].Status.LoadBalancer.Ingress {
+				if a, err := netip.ParseAddr(in.IP); err == nil && block.Contains(a) {
+					vips[list.Items[i].Name] = a
+				}
+			}
+		}
+		return len(vips) == n, fmt.Sprintf("%d of %d Services have an address of %s", len(vips), n, manyPoolCIDR)
+	})
+	return vips
+}
+
+// responderOwners reads the responder map of every node whose agent runs
+// (a stopped agent's program is detached): the nodes that answer for each
+// IP.
+func responderOwners(t *testing.T) map[netip.Addr][]string {
+	t.Helper()
+	out := map[netip.Addr][]string{}
+	for _, n := range nodes {
+		if !n.Running() {
+			continue
+		}
+		entries, err := n.mapEntries()
+		if err != nil {
+			t.Fatalf("%s: %v", n.Name, err)
+		}
+		for _, e := range entries {
+			out[e.IP] = append(out[e.IP], n.Name)
+		}
+	}
+	return out
+}
+
+// With the members election, 1000 Services are spread over the three
+// nodes (each VIP in exactly one responder, in the Lease's holder's), and
+// sampled VIPs are answered by exactly one MAC.
+func TestMembersManyServices(t *testing.T) {
+	useMembersElection(t)
+	s := newScenario(t)
+	const n = 1000
+	vips := s.createManyServices(n)
+	s.createPolicy("all", nil)
+
+	var owners map[netip.Addr][]string
+	waitFor(t, func() (bool, string) {
+		owners = responderOwners(t)
+		answered := 0
+		for _, vip := range vips {
+			switch len(owners[vip]) {
+			case 0:
+			case 1:
+				answered++
+			default:
+				return false, fmt.Sprintf("%s is in the responders of %v", vip, owners[vip])
+			}
+		}
+		return answered == n, fmt.Sprintf("%d of %d VIPs in exactly one responder", answered, n)
+	})
+	load := map[string]int{}
+	for _, vip := range vips {
+		load[owners[vip][0]]++
+	}
+	busiest := 0
+	for _, l := range load {
+		busiest = max(busiest, l)
+	}
+	t.Logf("%d VIPs, each in one responder; per node %v (max/mean %.3f)", n, load, float64(busiest)/(float64(n)/float64(len(nodes))))
+
+	// The Leases name the node that answers.
+	leases, err := kube.CoordinationV1().Leases(leaseNS).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holders := map[string]string{}
+	for i := range leases.Items {
+		holders[leases.Items[i].Name] = holderOf(&leases.Items[i])
+	}
+	for name, vip := range vips {
+		if h := holders[leaseName(s.ns, name)]; h != owners[vip][0] {
+			t.Errorf("Lease of %s names %q, but %s answers for %s", name, h, owners[vip][0], vip)
+		}
+	}
+	// A sample on the wire.
+	i := 0
+	for _, vip := range vips {
+		if i++; i > 20 {
+			break
+		}
+		if r := probe(t, vip); len(r.macs()) != 1 {
+			t.Errorf("ARP for %s: %s, want exactly one MAC", vip, r)
+		}
+	}
+}
+
+// partition cuts a node off from the other nodes and the API server (its
+// packets to and from them are dropped in its namespace; ARP, which is
+// not IP, still flows) until the returned function heals it.
+func partition(t testing.TB, n *node) (heal func()) {
+	t.Helper()
+	var peers []string
+	for _, o := range others(n) {
+		peers = append(peers, o.host.IP.String())
+	}
+	peers = append(peers, lan.RootIP().String())
+	set := strings.Join(peers, ", ")
+	rules := fmt.Sprintf(`table inet hl2partition {
+	chain input { type filter hook input priority -10; policy accept; ip saddr { %s } drop; }
+	chain output { type filter hook output priority -10; policy accept; ip daddr { %s } drop; }
+}
+`, set, set)
+	cmd := exec.Command("ip", "netns", "exec", n.host.Netns, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("partitioning %s: %v: %s", n.Name, err, out)
+	}
+	healed := false
+	heal = func() {
+		if healed {
+			return
+		}
+		healed = true
+		if out, err := exec.Command("ip", "netns", "exec", n.host.Netns, "nft", "delete", "table", "inet", "hl2partition").CombinedOutput(); err != nil {
+			t.Errorf("healing %s: %v: %s", n.Name, err, out)
+		}
+	}
+	t.Cleanup(heal)
+	return heal
+}
+
+// expectNoDoubleAnswers stops the prober and fails the test if a request of the prober was
+// answered by two MACs.
+func expectNoDoubleAnswers(t *testing.T, vip netip.Addr, prober *markedProber, start int) {
+	t.Helper()
 	marks, err := prober.stop()
 	if err != nil {
 		t.Fatal(err)
@@ -97,10 +303,184 @@ func TestMembersFailoverAndHandover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expectAnsweredOnlyBy(t, vip, placed)
 	windows, doubles := doubleAnswers(frames, vip, marks)
 	if len(doubles) > 0 {
 		t.Errorf("%d of %d requests answered by two MACs:\n  %s", len(doubles), windows, strings.Join(doubles, "\n  "))
 	}
 	t.Logf("%d requests, each answered by at most one MAC", windows)
+}
+
+// The owner is cut off from the other nodes and the API server: it stops
+// answering by itself (no peer confirms it), the others take over, and
+// once healed it gets the group back by a handover.
+func TestMembersPartition(t *testing.T) {
+	useMembersElection(t)
+	s := newScenario(t)
+	s.createPolicy("all", nil)
+	s.createService("web")
+	vip := s.waitVIP("web")
+	placed := s.waitOwner("web", vip)
+	expectAnsweredOnlyBy(t, vip, placed)
+
+	start := client.mark()
+	prober := startMarkedProber(vip, 20*time.Millisecond)
+	defer func() { _, _ = prober.stop() }()
+	cut := time.Now()
+	heal := partition(t, placed)
+	interim := s.waitOwner("web", vip, placed)
+	waitGratuitous(t, vip, interim, start)
+	t.Logf("partition of %s: %s holds the group after %s", placed.Name, interim.Name, time.Since(cut).Round(time.Millisecond))
+	time.Sleep(2 * time.Second) // the cut-off node stays silent
+	heal()
+	if back := s.waitOwner("web", vip, interim); back != placed {
+		t.Fatalf("after healing, the group went to %s, want its placed owner %s", back.Name, placed.Name)
+	}
+	expectNoDoubleAnswers(t, vip, prober, start)
+	expectAnsweredOnlyBy(t, vip, placed)
+}
+
+// The API server stops: the nodes still see each other, so nothing is
+// withdrawn and nothing moves; an owner killed meanwhile is still replaced,
+// and the takeover is written into its Lease once the API server is back.
+func TestMembersAPIServerOutage(t *testing.T) {
+	useMembersElection(t)
+	s := newScenario(t)
+	s.createPolicy("all", nil)
+	names := []string{"a", "b", "c", "d", "e", "f"}
+	vips := map[string]netip.Addr{}
+	for _, name := range names {
+		s.createService(name)
+	}
+	owner := map[string]*node{}
+	for _, name := range names {
+		vips[name] = s.waitVIP(name)
+		owner[name] = s.waitOwner(name, vips[name])
+	}
+	if err := testCluster.FreezeAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			if err := testCluster.ThawAPIServer(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer thaw()
+	t.Logf("API server stopped")
+	// Longer than any Lease the agents know of (their node Leases: 2s).
+	time.Sleep(3 * leaseDuration)
+	for _, name := range names {
+		expectAnsweredOnlyBy(t, vips[name], owner[name])
+	}
+	t.Logf("after %s without the API server, every VIP is answered by its owner", 3*leaseDuration)
+
+	victim := owner[names[0]]
+	start := client.mark()
+	prober := startMarkedProber(vips[names[0]], 20*time.Millisecond)
+	defer func() { _, _ = prober.stop() }()
+	if err := victim.Kill9(); err != nil {
+		t.Fatal(err)
+	}
+	var interim *node
+	waitFor(t, func() (bool, string) {
+		r := probe(t, vips[names[0]])
+		if macs := r.macs(); len(macs) == 1 && macs[0] != victim.host.MAC.String() {
+			interim = nodeByMAC(r.replies[0].sha)
+			return interim != nil, ""
+		}
+		return false, fmt.Sprintf("%s: %s", vips[names[0]], r)
+	})
+	t.Logf("kill -9 of %s during the outage: %s answers for %s", victim.Name, interim.Name, vips[names[0]])
+	expectNoDoubleAnswers(t, vips[names[0]], prober, start)
+	thaw()
+	// The takeover is recorded: the Lease names the node that answers.
+	waitFor(t, func() (bool, string) {
+		l, err := s.lease(names[0])
+		if err != nil {
+			return false, err.Error()
+		}
+		return holderOf(l) == interim.Name, fmt.Sprintf("Lease %s holder %q, want %s", leaseName(s.ns, names[0]), holderOf(l), interim.Name)
+	})
+}
+
+// A node leaving (its agent stopped) hands its groups over; coming back,
+// it gets about its share back, each by a handover; no request is
+// answered twice.
+func TestMembersJoinLeave(t *testing.T) {
+	useMembersElection(t)
+	s := newScenario(t)
+	s.createPolicy("all", nil)
+	var names []string
+	vips := map[string]netip.Addr{}
+	for i := range 12 {
+		name := fmt.Sprintf("s%02d", i)
+		names = append(names, name)
+		s.createService(name)
+	}
+	for _, name := range names {
+		vips[name] = s.waitVIP(name)
+	}
+	settled := func() map[netip.Addr][]string {
+		var owners map[netip.Addr][]string
+		waitFor(t, func() (bool, string) {
+			owners = responderOwners(t)
+			for _, vip := range vips {
+				if len(owners[vip]) != 1 {
+					return false, fmt.Sprintf("%s in the responders of %v", vip, owners[vip])
+				}
+			}
+			return true, ""
+		})
+		return owners
+	}
+	before := settled()
+	leaving := nodes[2]
+	probed := vips[names[0]]
+	start := client.mark()
+	prober := startMarkedProber(probed, 20*time.Millisecond)
+	defer func() { _, _ = prober.stop() }()
+	if err := leaving.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	var without map[netip.Addr][]string
+	waitFor(t, func() (bool, string) {
+		without = responderOwners(t)
+		for _, vip := range vips {
+			if len(without[vip]) != 1 || without[vip][0] == leaving.Name {
+				return false, fmt.Sprintf("%s in the responders of %v", vip, without[vip])
+			}
+		}
+		return true, ""
+	})
+	moved := 0
+	for _, vip := range vips {
+		if before[vip][0] != without[vip][0] {
+			moved++
+			if before[vip][0] != leaving.Name {
+				t.Errorf("%s moved from %s to %s, though only %s left", vip, before[vip][0], without[vip][0], leaving.Name)
+			}
+		}
+	}
+	t.Logf("%s left: %d of %d groups moved, all of them its own", leaving.Name, moved, len(vips))
+	if err := leaving.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := leaving.waitReady(); err != nil {
+		t.Fatal(err)
+	}
+	var after map[netip.Addr][]string
+	waitFor(t, func() (bool, string) {
+		after = settled()
+		for vip, o := range before {
+			if after[vip][0] != o[0] {
+				return false, fmt.Sprintf("%s answered by %s, placed on %s", vip, after[vip][0], o[0])
+			}
+		}
+		return true, ""
+	})
+	t.Logf("%s came back: every group is with its placed owner again", leaving.Name)
+	expectNoDoubleAnswers(t, probed, prober, start)
 }
