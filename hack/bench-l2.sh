@@ -17,7 +17,10 @@
 #      BenchmarkLeaseAPILoad: Lease writes and reads on the API server for
 #        100 and 1000 announced Services, the lease election at tuned and
 #        default timings and the members election, and whether the agents'
-#        client-side rate limit throttles.
+#        client-side rate limit throttles;
+#      BenchmarkAPIServerOutage: the members election with the API server
+#        stopped for 120 s: VIPs withdrawn or moved, failover of a node killed
+#        during the outage.
 #
 # Takes about 40 minutes. Knobs (environment), see test/l2/bench_test.go:
 # BENCH_L2_TRIALS (20), BENCH_L2_SERVICES (100,1000), BENCH_L2_WINDOW (30s),
@@ -57,4 +60,4 @@ run "${GO}" test -run '^$' -bench ARPReply -benchtime "${arp_count}x" ./bpf/
 
 echo
 echo "== (2) failover and Lease API load on the test/l2 LAN ($(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
-run "${GO}" test -run '^$' -bench 'BenchmarkFailover|BenchmarkLeaseAPILoad' -benchtime 1x -timeout 90m ./test/l2/
+run "${GO}" test -run '^$' -bench 'BenchmarkFailover|BenchmarkLeaseAPILoad|BenchmarkAPIServerOutage' -benchtime 1x -timeout 90m ./test/l2/

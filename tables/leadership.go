@@ -54,6 +54,11 @@ func (t LeaseTimings) Validate() error {
 type Election struct {
 	Lease   string
 	Timings LeaseTimings
+	// Identity is the holder identity to campaign as; empty: one per agent
+	// process ("<node>_<uuid>"), so that a restarted agent waits for its
+	// predecessor's term to end. Only a Lease no other process of the node
+	// could act on alongside (see the L2 node Lease) may use a fixed one.
+	Identity string
 }
 
 // Leadership is this agent's standing in the election for one Lease.

@@ -42,12 +42,16 @@ func registerCampaigns(p params) error {
 			return fmt.Errorf("Lease %s: %w", el.Lease, err)
 		}
 		api := lease.NewKube(p.Kube.CoordinationV1().Leases(p.Agent.K8sNamespace), el.Lease)
+		id := identity
+		if el.Identity != "" {
+			id = el.Identity
+		}
 		c := &campaign{
-			Elector: lease.NewElector(el.Lease, identity, el.Timings, api, time.Now),
+			Elector: lease.NewElector(el.Lease, id, el.Timings, api, time.Now),
 			api:     api,
 			db:      p.DB,
 			table:   p.Leadership,
-			log:     p.Log.With("lease", p.Agent.K8sNamespace+"/"+el.Lease, "identity", identity),
+			log:     p.Log.With("lease", p.Agent.K8sNamespace+"/"+el.Lease, "identity", id),
 		}
 		c.publish()
 		p.Jobs.Add(job.OneShot("campaign-"+el.Lease, c.run))

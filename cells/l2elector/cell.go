@@ -61,13 +61,16 @@ var Cell = cell.Module(
 )
 
 // nodeLeaseElection campaigns for this node's own Lease: the members
-// election's durable fence (the only holder ever is this node).
+// election's durable fence (the only holder ever is this node). It
+// campaigns as the node, not as the process, so that a restarted agent
+// renews it at once: a second agent process on the node could not act on
+// it alongside, as it cannot bind the member port the first one holds.
 func nodeLeaseElection(agent agentconfig.Config, l agentconfig.L2Leases) (out struct {
 	cell.Out
 	Elections []tables.Election `group:"elections,flatten"`
 }) {
 	if agent.EnableL2Announcements && agent.L2AnnouncementsElection == agentconfig.L2ElectionMembers {
-		out.Elections = []tables.Election{{Lease: tables.L2NodeLeasePrefix + agent.Node(), Timings: electionTimings(l)}}
+		out.Elections = []tables.Election{{Lease: tables.L2NodeLeasePrefix + agent.Node(), Timings: electionTimings(l), Identity: agent.Node()}}
 	}
 	return out
 }

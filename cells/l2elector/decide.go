@@ -16,6 +16,9 @@ type view struct {
 	// says whether the fence allows answering now.
 	term  string
 	fresh bool
+	// mayMove: this node may take groups over and hand them over; without
+	// it (no majority on either side) it only keeps what it holds.
+	mayMove bool
 	// apiUp: Lease writes can be tried. When they cannot, groups of dead
 	// nodes are still taken over, but nothing moves between live nodes.
 	apiUp bool
@@ -110,11 +113,16 @@ func decide(v view) plan {
 
 	// Records that some live member answers for without having recorded
 	// it: their groups are not free, whatever the Lease says.
+	// A member whose list did not fit its metadata claims every record.
 	claimed := map[string]string{}
+	claimsAll := ""
 	for n, m := range v.members {
 		if m.live && n != v.self {
 			for _, k := range m.tookOver {
 				claimed[k] = n
+				if k == tookMany {
+					claimsAll = n
+				}
 			}
 		}
 	}
@@ -147,6 +155,10 @@ func decide(v view) plan {
 					// Keep answering: a handover needs the Lease.
 					d.withdraw, d.announce = false, candidate
 					d.why = fmt.Sprintf("held; would hand over to %s once the API server is reachable", dashIfEmpty(owner))
+				case !v.mayMove:
+					// Placement over a partial view: nothing moves.
+					d.withdraw, d.announce = false, candidate
+					d.why = "held; nothing moves while no majority of the nodes is alive in this node's view"
 				case owner == "" || targetTerm == "":
 					d.why = "released: this node may no longer announce it and no live node may"
 					target, targetTerm = "", ""
@@ -167,6 +179,8 @@ func decide(v view) plan {
 						why: "recording the takeover of " + took})
 				}
 			}
+		case !v.mayMove:
+			d.why = "not taking groups over: no majority of the nodes is alive in this node's view"
 		case owner != v.self:
 			d.why = fmt.Sprintf("owner %s", dashIfEmpty(owner))
 			if hasRec && rec.holder != "" {
@@ -176,6 +190,8 @@ func decide(v view) plan {
 			d.why = fmt.Sprintf("owner this node; waiting for %s to hand it over", rec.holder)
 		case hasRec && claimed[rec.key()] != "":
 			d.why = fmt.Sprintf("owner this node; waiting for %s, which took it over from %s", claimed[rec.key()], rec.key())
+		case hasRec && claimsAll != "":
+			d.why = fmt.Sprintf("owner this node; waiting for %s, which took over more groups than it can list", claimsAll)
 		case v.apiUp:
 			why := "taking it (no holder)"
 			if hasRec && rec.holder != "" {

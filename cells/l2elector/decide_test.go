@@ -34,7 +34,7 @@ func TestDecide(t *testing.T) {
 		return m
 	}
 	base := func() view {
-		return view{self: "node1", term: "t1", fresh: true, apiUp: true,
+		return view{self: "node1", term: "t1", fresh: true, mayMove: true, apiUp: true,
 			members: alive("t1", "t2", "t3"),
 			groups:  []*tables.L2Candidate{{Group: g, Nodes: three}},
 			records: map[string]holding{}}
@@ -86,6 +86,19 @@ func TestDecide(t *testing.T) {
 			v.records[g] = holding{"node1", "t0", "5"}
 			v.members["node3"] = member{live: true, term: "t3", tookOver: []string{"node1/t0"}}
 		}, want{}},
+		{"another member took over more than it can list: wait for it", func(v *view) {
+			v.records[g] = holding{"node2", "t0", "5"}
+			v.members["node3"] = member{live: true, term: "t3", tookOver: []string{tookMany}}
+		}, want{}},
+		{"no majority on either side: keep what is held", func(v *view) {
+			v.mayMove = false
+			v.records[g] = holding{"node1", "t1", "5"}
+		}, want{announce: true}},
+		{"no majority on either side: take nothing over", func(v *view) {
+			v.mayMove = false
+			v.members = alive("t1", "", "t3")
+			v.records[g] = holding{"node2", "t2", "5"}
+		}, want{}},
 		{"not fresh: nothing", func(v *view) {
 			v.fresh = false
 			v.records[g] = holding{"node1", "t1", "5"}
@@ -122,7 +135,7 @@ func TestDecide(t *testing.T) {
 func TestDecideHandover(t *testing.T) {
 	two := []string{"node1", "node2"}
 	g := placedOn(t, "node2", two...)
-	v := view{self: "node1", term: "t1", fresh: true, apiUp: true,
+	v := view{self: "node1", term: "t1", fresh: true, mayMove: true, apiUp: true,
 		members: map[string]member{"node1": {live: true, term: "t1"}, "node2": {live: true, term: "t2"}},
 		groups:  []*tables.L2Candidate{{Group: g, Nodes: two}},
 		records: map[string]holding{g: {"node1", "t1", "7"}}}

@@ -163,6 +163,7 @@ func (e *elector) run(ctx context.Context, health cell.Health) error {
 		lastFresh    bool
 		lastTerm     string
 		lastMembers  uint64
+		lastMayMove  bool
 		inputs       []<-chan struct{}
 		writesLanded bool
 	)
@@ -170,8 +171,9 @@ func (e *elector) run(ctx context.Context, health cell.Health) error {
 		now := time.Now()
 		rows, version := e.members.snapshot()
 		e.writeMembers(rows)
-		evidence, why := e.evidence(now, rows)
-		if e.fence.advance(now, evidence) {
+		st := e.evidence(now, rows)
+		why := st.why
+		if e.fence.advance(now, st.until) {
 			e.Log.Info("Liveness confirmed: new term; holdings of earlier terms are void", "term", e.fence.term, "evidence", why)
 			e.metrics.terms.Inc()
 			e.took = map[string]string{}
@@ -187,12 +189,12 @@ func (e *elector) run(ctx context.Context, health cell.Health) error {
 		}
 		writesLanded = e.drainResults() || writesLanded
 		// Decide again when an input changed; echoes only move the fence.
-		if inputs == nil || closed(inputs...) || fresh != lastFresh || e.fence.term != lastTerm || version != lastMembers || writesLanded {
-			inputs = e.round(fresh, rows)
+		if inputs == nil || closed(inputs...) || fresh != lastFresh || e.fence.term != lastTerm || version != lastMembers || writesLanded || st.mayMove != lastMayMove {
+			inputs = e.round(fresh, st.mayMove, rows)
 			writesLanded = false
 		}
 		e.publishFence(fresh)
-		lastFresh, lastTerm, lastMembers = fresh, e.fence.term, version
+		lastFresh, lastTerm, lastMembers, lastMayMove = fresh, e.fence.term, version, st.mayMove
 
 		select {
 		case <-ctx.Done():
@@ -206,20 +208,15 @@ func (e *elector) run(ctx context.Context, health cell.Health) error {
 	}
 }
 
-// evidence is until when this node may answer, and why, from what it knows
-// at now (see Documentation/l2-announcements.md, "How a node knows it may
-// answer"):
-//   - with peers: while a strict majority of the cluster is alive in its
-//     view, until the last echo a peer answered plus confirmWindow;
-//   - alone (no other member alive and no other node Lease unexpired):
-//     while its own node Lease is renewed.
-func (e *elector) evidence(now time.Time, rows []*tables.L2Member) (time.Time, string) {
+// evidence is this node's standing (judge) from what it knows at now: the
+// live members, and the cluster's size (the universe: the live members
+// and the nodes whose Lease is not known to have expired).
+func (e *elector) evidence(now time.Time, rows []*tables.L2Member) standing {
 	txn := e.DB.ReadTxn()
 	watchLive := false
 	universe := map[string]bool{e.self: true}
 	for l := range e.Records.All(txn) {
-		node, ok := strings.CutPrefix(l.Name, tables.L2NodeLeasePrefix)
-		if !ok {
+		if !strings.HasPrefix(l.Name, tables.L2NodeLeasePrefix) {
 			continue
 		}
 		s := e.seen[l.Name]
@@ -227,11 +224,9 @@ func (e *elector) evidence(now time.Time, rows []*tables.L2Member) (time.Time, s
 			s = seenLease{l.ResourceVersion, now}
 			e.seen[l.Name] = s
 		}
-		if node == e.self {
-			// This node renews its Lease every retry period: seeing it
-			// change proves the watch delivers.
-			watchLive = now.Sub(s.at) < 2*e.timings.RetryPeriod+time.Second
-		}
+		// Every live node renews its Lease once per retry period: seeing
+		// one change proves that the watch delivers.
+		watchLive = watchLive || now.Sub(s.at) < 2*e.timings.RetryPeriod+time.Second
 	}
 	for name, s := range e.seen {
 		node, _ := strings.CutPrefix(name, tables.L2NodeLeasePrefix)
@@ -251,23 +246,16 @@ func (e *elector) evidence(now time.Time, rows []*tables.L2Member) (time.Time, s
 	if live == 0 {
 		live = 1 // this node, before the member protocol reports itself
 	}
-	switch {
-	case len(universe) == 1:
-		l, _, ok := e.Leadership.Get(txn, tables.LeadershipLeaseIndex.Query(tables.L2NodeLeasePrefix+e.self))
-		if ok && l.Leading {
-			return l.ValidUntil, "alone, and this node's Lease is renewed"
-		}
-		return time.Time{}, "alone, and this node's Lease is not renewed"
-	case 2*live > len(universe) && live >= 2:
-		return e.members.confirmedUntil(), fmt.Sprintf("%d of %d nodes alive, peers confirm this node", live, len(universe))
-	default:
-		return time.Time{}, fmt.Sprintf("only %d of %d nodes alive in this node's view: not a majority", live, len(universe))
+	own := time.Time{}
+	if l, _, ok := e.Leadership.Get(txn, tables.LeadershipLeaseIndex.Query(tables.L2NodeLeasePrefix+e.self)); ok && l.Leading {
+		own = l.ValidUntil
 	}
+	return judge(live, len(universe), e.members.confirmedUntil(), own)
 }
 
 // round decides and applies the outcome. It returns a channel that closes
 // when an input of the decision changes.
-func (e *elector) round(fresh bool, rows []*tables.L2Member) []<-chan struct{} {
+func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan struct{} {
 	txn := e.DB.ReadTxn()
 	cands, candWatch := e.Candidates.AllWatch(txn)
 	recs, recWatch := e.Records.AllWatch(txn)
@@ -275,7 +263,7 @@ func (e *elector) round(fresh bool, rows []*tables.L2Member) []<-chan struct{} {
 	_, devWatch := e.Devices.AllWatch(txn)
 	inputs := []<-chan struct{}{candWatch, recWatch, annWatch, devWatch}
 
-	v := view{self: e.self, term: e.fence.term, fresh: fresh, apiUp: e.apiUp(time.Now()),
+	v := view{self: e.self, term: e.fence.term, fresh: fresh, mayMove: mayMove, apiUp: e.apiUp(time.Now()),
 		members: map[string]member{}, groups: statedb.Collect(cands), records: map[string]holding{},
 		took: e.took, withdrawn: map[string]bool{}}
 	for _, m := range rows {
@@ -490,11 +478,14 @@ func (e *elector) handleResult(r writeResult) {
 	}
 }
 
-// apiUp: Lease writes are worth trying. The watch delivers (this node's
-// own Lease renewals come back through it) and no write failed lately.
+// apiUp: Lease writes are worth trying. The watch delivers (the nodes'
+// Lease renewals come back through it) and no write failed lately.
 func (e *elector) apiUp(now time.Time) bool {
-	s, ok := e.seen[tables.L2NodeLeasePrefix+e.self]
-	return ok && now.Sub(s.at) < 2*e.timings.RetryPeriod+time.Second && now.Sub(e.lastFail) > 2*time.Second
+	live := false
+	for _, s := range e.seen {
+		live = live || now.Sub(s.at) < 2*e.timings.RetryPeriod+time.Second
+	}
+	return live && now.Sub(e.lastFail) > 2*time.Second
 }
 
 // publishFence tells the responder until when it may answer.

@@ -38,3 +38,31 @@ func TestFence(t *testing.T) {
 		}
 	}
 }
+
+func TestJudge(t *testing.T) {
+	confirmed, own := time.Unix(100, 0), time.Unix(200, 0)
+	for _, tc := range []struct {
+		name           string
+		live, universe int
+		own            time.Time
+		until          time.Time
+		mayMove        bool
+	}{
+		{"three of three: peers confirm", 3, 3, own, confirmed, true},
+		{"two of three: still a majority", 2, 3, own, confirmed, true},
+		{"one of three: the other two may take over; stop", 1, 3, own, time.Time{}, false},
+		{"alone in a cluster of one, Lease renewed", 1, 1, own, own, true},
+		{"alone, Lease not renewed", 1, 1, time.Time{}, time.Time{}, false},
+		{"one of two: keep what is held while the Lease is renewed", 1, 2, own, own, false},
+		{"one of two without the API server: stop", 1, 2, time.Time{}, time.Time{}, false},
+		{"two of four: even split, keep", 2, 4, own, own, false},
+		{"two of five: a majority may exist elsewhere; stop", 2, 5, own, time.Time{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := judge(tc.live, tc.universe, confirmed, tc.own)
+			if !st.until.Equal(tc.until) || st.mayMove != tc.mayMove {
+				t.Errorf("until %v mayMove %v (%s), want %v %v", st.until, st.mayMove, st.why, tc.until, tc.mayMove)
+			}
+		})
+	}
+}

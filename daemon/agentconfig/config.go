@@ -73,7 +73,7 @@ var Defaults = Config{
 	EnableIPv4:   true,
 	IPAM:         IPAMNone,
 
-	L2AnnouncementsElection: L2ElectionLease,
+	L2AnnouncementsElection: L2ElectionMembers,
 }
 
 func (def Config) Flags(flags *pflag.FlagSet) {

@@ -129,11 +129,17 @@ kubectl -n kube-system get lease | grep -E "NAME|cilium-l2announce"
 for n in node1 node2; do
 	printf '%s eth0 MAC: %s\n' "$n" "$(ip -n "hdemo-$n" -br link show eth0 | awk '{print $3}')"
 done
+run _output/bin/herald-dbg --socket "$dir/herald-$holder.sock" statedb l2-members
+run _output/bin/herald-dbg --socket "$dir/herald-$holder.sock" statedb l2-owners
 run _output/bin/herald-dbg --socket "$dir/herald-$holder.sock" statedb l2-announce
 sleep 1
 run _output/bin/herald-dbg --socket "$dir/herald-$holder.sock" bpf responder
 run ip netns exec hdemo-client arping -I eth0 -c 3 -w 5 "$vip" || true
 
+# Two nodes: the survivor alone is no majority; it keeps its own Services
+# and takes the dead node's over once that node's own Lease
+# (herald-l2-node-<node>, 3s here) has expired. From three nodes on, within
+# a second.
 step "Killing the agent of $holder (kill -9); the other node takes over"
 kill_holder
 printf 'Lease %s now held by %s after %ss\n' "$lease" "$new" "$took"

@@ -49,11 +49,13 @@ func TestOwnerAnswersAlone(t *testing.T) {
 	assertNeverSpokeFor(t, vip, s.start, -1, others(owner)...)
 }
 
-// Killing the owner's agent with SIGKILL (no cleanup, its Lease still held
+// With the Lease election: killing the owner's agent with SIGKILL (no
+// cleanup, its Lease still held
 // until it expires) moves the answer to another node, which announces
 // itself with a gratuitous ARP. The restarted agent does not answer while
 // the other node holds the Lease.
 func TestFailoverOnKill(t *testing.T) {
+	useLeaseElection(t)
 	s := newScenario(t)
 	s.createPolicy("all", nil)
 	s.createService("web")
@@ -261,12 +263,14 @@ func TestSelfMountedBPFFS(t *testing.T) {
 	waitMapEntry(t, node3, vip) // through /proc/<pid>/root/sys/fs/bpf
 }
 
-// A frozen owner (SIGSTOP: alive, but neither renewing its Lease nor
+// With the Lease election, a frozen owner (SIGSTOP: alive, but neither
+// renewing its Lease nor
 // refreshing the datapath's heartbeat) stops answering once its heartbeat
 // is a lease duration old, and another node takes over. When it thaws
 // (SIGCONT) it finds the Lease taken and withdraws, without answering for
 // the VIP again in between: the LAN never hears two owners.
 func TestFrozenOwner(t *testing.T) {
+	useLeaseElection(t)
 	s := newScenario(t)
 	// Any node may own it, the LB IPAM leader too: a frozen leader is
 	// replaced, and it follows when it thaws.

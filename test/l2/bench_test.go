@@ -1236,3 +1236,157 @@ func logLoadSummary(b *testing.B, rs []loadResult) {
 	_ = tw.Flush()
 	say(b, "%s", sb.String())
 }
+
+// ---------------------------------------------------------------------------
+// BenchmarkAPIServerOutage
+// ---------------------------------------------------------------------------
+
+// outagePoolCIDR backs the Services of BenchmarkAPIServerOutage.
+const outagePoolCIDR = "198.18.160.0/24"
+
+// BenchmarkAPIServerOutage stops the kube-apiserver (SIGSTOP) for
+// BENCH_L2_OUTAGE (120s) under the members election at default settings,
+// with BENCH_L2_OUTAGE_SERVICES (100) announced Services. Once a second it
+// reads every node's responder map and counts the VIPs no node answers for
+// and the VIPs that moved; halfway it kills the agent of one VIP's owner
+// (kill -9) and measures until another node answers that VIP. After the API
+// server is back, it waits until the Leases name the nodes that answer.
+func BenchmarkAPIServerOutage(b *testing.B) {
+	outage := envDuration(b, "BENCH_L2_OUTAGE", 120*time.Second)
+	n := envInt(b, "BENCH_L2_OUTAGE_SERVICES", 100)
+	ensureAgents(b)
+	withTimings(b, defaultTimings, "--l2-announcements-election=members")
+	bn := newBenchNS(b)
+	ctx := context.Background()
+	pools := herald.CiliumV2alpha1().CiliumLoadBalancerIPPools()
+	poolName := bn.ns + "-outage"
+	pool := &v2alpha1.CiliumLoadBalancerIPPool{
+		ObjectMeta: metav1.ObjectMeta{Name: poolName},
+		Spec: v2alpha1.CiliumLoadBalancerIPPoolSpec{
+			ServiceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{testLabel: bn.ns}},
+			Blocks:          []v2alpha1.CiliumLoadBalancerIPPoolIPBlock{{Cidr: outagePoolCIDR}},
+		},
+	}
+	if _, err := pools.Create(ctx, pool, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = pools.Delete(context.Background(), poolName, metav1.DeleteOptions{}) })
+	block := netip.MustParsePrefix(outagePoolCIDR)
+	var svcs []*corev1.Service
+	vips := map[netip.Addr]bool{}
+	ip := block.Addr()
+	for i := range n {
+		ip = ip.Next()
+		vips[ip] = true
+		svcs = append(svcs, bn.service(fmt.Sprintf("o-%03d", i), nil, map[string]string{tables.AnnotationIPs: ip.String()}))
+	}
+	parallel(svcs, func(svc *corev1.Service) {
+		if _, err := kube.CoreV1().Services(bn.ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			b.Errorf("creating %s: %v", svc.Name, err)
+		}
+	})
+	bn.setPolicy()
+	var before map[netip.Addr][]string
+	waitFor(b, func() (bool, string) {
+		before = responderOwners(b)
+		single := 0
+		for vip := range vips {
+			if len(before[vip]) == 1 {
+				single++
+			}
+		}
+		return single == n, fmt.Sprintf("%d of %d VIPs in exactly one responder", single, n)
+	})
+	say(b, "%d VIPs announced, each by one node; stopping the API server for %s", n, outage)
+
+	must(b, testCluster.FreezeAPIServer())
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			must(b, testCluster.ThawAPIServer())
+		}
+	}
+	defer thaw()
+	var (
+		victim           *node
+		victimVIP        netip.Addr
+		failover         time.Duration
+		maxUnanswered    int
+		moved            = map[netip.Addr]bool{}
+		samples          int
+		start            = time.Now()
+		killAt           = start.Add(outage / 2)
+		killedAt         time.Time
+		lastFailoverPoll time.Time
+	)
+	for time.Since(start) < outage {
+		now := responderOwners(b)
+		samples++
+		unanswered := 0
+		for vip := range vips {
+			victims := victim != nil && before[vip][0] == victim.Name // timed by the failover below
+			switch {
+			case len(now[vip]) == 0 && !victims:
+				unanswered++
+			case len(now[vip]) > 1:
+				b.Errorf("%s in the responders of %v", vip, now[vip])
+			case len(now[vip]) == 1 && now[vip][0] != before[vip][0] && !victims:
+				moved[vip] = true
+			}
+		}
+		maxUnanswered = max(maxUnanswered, unanswered)
+		if victim == nil && time.Now().After(killAt) {
+			for vip := range vips {
+				victimVIP = vip
+				break
+			}
+			victim = nodeNamed(before[victimVIP][0])
+			killedAt = time.Now()
+			must(b, victim.Kill9())
+			say(b, "kill -9 of %s (owner of %s) %s into the outage", victim.Name, victimVIP, time.Since(start).Round(time.Second))
+		}
+		if victim != nil && failover == 0 {
+			for failover == 0 && time.Since(lastFailoverPoll) < time.Second {
+				r := probe(b, victimVIP)
+				if macs := r.macs(); len(macs) == 1 && macs[0] != victim.host.MAC.String() {
+					failover = time.Since(killedAt)
+				}
+				lastFailoverPoll = time.Now()
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	thaw()
+	say(b, "API server back after %s", time.Since(start).Round(time.Second))
+	recorded := time.Now()
+	waitFor(b, func() (bool, string) {
+		ensureAgents(b)
+		owners := responderOwners(b)
+		leases, err := kube.CoordinationV1().Leases(leaseNS).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		holders := map[string]string{}
+		for i := range leases.Items {
+			holders[leases.Items[i].Name] = holderOf(&leases.Items[i])
+		}
+		for i, svc := range svcs {
+			vip := block.Addr()
+			for range i + 1 {
+				vip = vip.Next()
+			}
+			if o := owners[vip]; len(o) != 1 || holders[leaseName(bn.ns, svc.Name)] != o[0] {
+				return false, fmt.Sprintf("%s answered by %v, Lease names %q", vip, o, holders[leaseName(bn.ns, svc.Name)])
+			}
+		}
+		return true, ""
+	})
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(float64(maxUnanswered), "max-unanswered-VIPs")
+	b.ReportMetric(float64(len(moved)), "moved-VIPs")
+	b.ReportMetric(failover.Seconds(), "failover-s")
+	say(b, "API server stopped %s, %d announced VIPs, %d samples: at most %d VIPs unanswered at once, %d moved (besides the killed node's); "+
+		"kill -9 of %s during the outage: another node answered %s after %.3f s; Leases recorded %s after the API server returned",
+		outage, n, samples, maxUnanswered, len(moved), victim.Name, victimVIP, failover.Seconds(), time.Since(recorded).Round(100*time.Millisecond))
+}

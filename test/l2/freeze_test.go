@@ -13,7 +13,8 @@ import (
 // freezeRounds is how many in-flight freezes TestFreezeAfterRenewal runs.
 const freezeRounds = 20
 
-// TestFreezeAfterRenewal freezes the owner's agent (SIGSTOP) right after
+// TestFreezeAfterRenewal (Lease election) freezes the owner's agent
+// (SIGSTOP) right after
 // the API server applied one of its Lease renewals and before the agent
 // read the answer, and thaws it (SIGCONT) once another node took over.
 // The thawed agent must neither trust the late answer (the renewal counts
@@ -23,6 +24,7 @@ const freezeRounds = 20
 // requests, client-go's elector having released and re-taken the new
 // holder's Lease.)
 func TestFreezeAfterRenewal(t *testing.T) {
+	useLeaseElection(t)
 	s := newScenario(t)
 	// Every node is eligible, the LB IPAM leader included: the Service
 	// has its IP before the freezes start, and a frozen leader is just

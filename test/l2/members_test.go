@@ -18,10 +18,10 @@ import (
 	"github.com/heraldlb/herald/tables"
 )
 
-// useMembersElection restarts every agent with the members election
-// (node liveness between the agents, owners placed by consistent hashing)
-// for one test, and with the suite's flags again after it.
-func useMembersElection(t *testing.T) {
+// useLeaseElection restarts every agent with the Lease election (a Lease
+// per Service, the spec's) for one test, and with the suite's flags (the
+// default, members election) again after it.
+func useLeaseElection(t *testing.T) {
 	t.Helper()
 	restart := func(args ...string) {
 		for _, n := range nodes {
@@ -39,16 +39,15 @@ func useMembersElection(t *testing.T) {
 			}
 		}
 	}
-	restart("--l2-announcements-election=members")
+	restart("--l2-announcements-election=lease")
 	t.Cleanup(func() { restart() })
 }
 
-// With the members election: the owner is killed (kill -9), frozen
+// The owner is killed (kill -9), frozen
 // (SIGSTOP) and comes back; another node takes over each time, the group
 // returns to its placed owner by a handover, and no request is ever
 // answered by two MACs.
 func TestMembersFailoverAndHandover(t *testing.T) {
-	useMembersElection(t)
 	s := newScenario(t)
 	s.createPolicy("all", nil)
 	s.createService("web")
@@ -176,7 +175,7 @@ func (s *scenario) createManyServices(n int) map[string]netip.Addr {
 // responderOwners reads the responder map of every node whose agent runs
 // (a stopped agent's program is detached): the nodes that answer for each
 // IP.
-func responderOwners(t *testing.T) map[netip.Addr][]string {
+func responderOwners(t testing.TB) map[netip.Addr][]string {
 	t.Helper()
 	out := map[netip.Addr][]string{}
 	for _, n := range nodes {
@@ -194,11 +193,10 @@ func responderOwners(t *testing.T) map[netip.Addr][]string {
 	return out
 }
 
-// With the members election, 1000 Services are spread over the three
+// 1000 Services are spread over the three
 // nodes (each VIP in exactly one responder, in the Lease's holder's), and
 // sampled VIPs are answered by exactly one MAC.
 func TestMembersManyServices(t *testing.T) {
-	useMembersElection(t)
 	s := newScenario(t)
 	const n = 1000
 	vips := s.createManyServices(n)
@@ -314,7 +312,6 @@ func expectNoDoubleAnswers(t *testing.T, vip netip.Addr, prober *markedProber, s
 // answering by itself (no peer confirms it), the others take over, and
 // once healed it gets the group back by a handover.
 func TestMembersPartition(t *testing.T) {
-	useMembersElection(t)
 	s := newScenario(t)
 	s.createPolicy("all", nil)
 	s.createService("web")
@@ -343,7 +340,6 @@ func TestMembersPartition(t *testing.T) {
 // withdrawn and nothing moves; an owner killed meanwhile is still replaced,
 // and the takeover is written into its Lease once the API server is back.
 func TestMembersAPIServerOutage(t *testing.T) {
-	useMembersElection(t)
 	s := newScenario(t)
 	s.createPolicy("all", nil)
 	names := []string{"a", "b", "c", "d", "e", "f"}
@@ -410,7 +406,6 @@ func TestMembersAPIServerOutage(t *testing.T) {
 // it gets about its share back, each by a handover; no request is
 // answered twice.
 func TestMembersJoinLeave(t *testing.T) {
-	useMembersElection(t)
 	s := newScenario(t)
 	s.createPolicy("all", nil)
 	var names []string
@@ -483,4 +478,41 @@ func TestMembersJoinLeave(t *testing.T) {
 	})
 	t.Logf("%s came back: every group is with its placed owner again", leaving.Name)
 	expectNoDoubleAnswers(t, probed, prober, start)
+}
+
+// Services that share an IP (a sharing key) are one group: one node
+// answers for the IP, one Lease (named after the first Service) records
+// it, and it moves as one when the owner dies.
+func TestMembersSharedIP(t *testing.T) {
+	s := newScenario(t)
+	s.createPolicy("all", nil)
+	for _, name := range []string{"http", "https"} {
+		port := int32(80)
+		if name == "https" {
+			port = 443
+		}
+		s.createServiceWith(name, func(svc *corev1.Service) {
+			svc.Annotations = map[string]string{tables.AnnotationSharingKey: "web"}
+			svc.Spec.Ports = []corev1.ServicePort{{Name: name, Port: port, Protocol: corev1.ProtocolTCP}}
+		})
+	}
+	vip := s.waitVIP("http")
+	if other := s.waitVIP("https"); other != vip {
+		t.Fatalf("the Services do not share an IP: %s and %s", vip, other)
+	}
+	owner := s.waitOwner("http", vip) // the group's Lease: its first Service's
+	expectAnsweredOnlyBy(t, vip, owner)
+	if l, err := s.lease("https"); err != nil || l != nil {
+		t.Errorf("Lease of the second Service: %v (%v), want none: the group has one Lease", l, err)
+	}
+	start := client.mark()
+	prober := startMarkedProber(vip, 20*time.Millisecond)
+	defer func() { _, _ = prober.stop() }()
+	if err := owner.Kill9(); err != nil {
+		t.Fatal(err)
+	}
+	interim := s.waitOwner("http", vip, owner)
+	t.Logf("kill -9 of %s: %s answers for the shared %s", owner.Name, interim.Name, vip)
+	expectNoDoubleAnswers(t, vip, prober, start)
+	expectAnsweredOnlyBy(t, vip, interim)
 }
