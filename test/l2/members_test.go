@@ -54,6 +54,21 @@ func TestMembersFailoverAndHandover(t *testing.T) {
 	vip := s.waitVIP("web")
 	placed := s.waitOwner("web", vip)
 	expectAnsweredOnlyBy(t, vip, placed)
+	// herald-dbg says who answers and why, on the owner and elsewhere.
+	for _, n := range nodes {
+		out, err := n.Dbg("explain", "service", s.ns+"/web")
+		if err != nil {
+			t.Fatalf("herald-dbg explain on %s: %v: %s", n.Name, err, out)
+		}
+		want := "Owner by placement among the live candidates: " + placed.Name
+		here := "On this node: held by this node"
+		if n != placed {
+			here = "On this node: owner " + placed.Name
+		}
+		if !strings.Contains(string(out), want) || !strings.Contains(string(out), here) {
+			t.Errorf("herald-dbg explain on %s:\n%s\nwant %q and %q", n.Name, out, want, here)
+		}
+	}
 
 	start := client.mark()
 	prober := startMarkedProber(vip, 20*time.Millisecond)

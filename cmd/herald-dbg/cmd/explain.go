@@ -3,6 +3,8 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -47,6 +49,11 @@ func explainAnnouncement(cmd *cobra.Command, key string, cfg map[string]string) 
 		fmt.Println("  Announcement: L2 announcements are off on this agent.")
 		return nil
 	}
+	if cfg["l2-announcements-election"] != "lease" {
+		if err := explainOwnership(cmd, key); err != nil {
+			return err
+		}
+	}
 	entries, err := fetchTable[*tables.L2AnnounceEntry](cmd.Context(), tables.L2AnnounceTableName)
 	if err != nil {
 		return err
@@ -74,6 +81,48 @@ func explainAnnouncement(cmd *cobra.Command, key string, cfg map[string]string) 
 		}
 	}
 	return nil
+}
+
+// explainOwnership says, for the members election, which group the Service
+// is in, which nodes may announce it, which one placement chose, what its
+// Lease records and why this node answers or not.
+func explainOwnership(cmd *cobra.Command, key string) error {
+	cands, err := fetchTable[*tables.L2Candidate](cmd.Context(), tables.L2CandidatesTableName)
+	if err != nil {
+		return err
+	}
+	owners, err := fetchTable[*tables.L2Owner](cmd.Context(), tables.L2OwnersTableName)
+	if err != nil {
+		return err
+	}
+	for _, c := range cands {
+		if !slices.Contains(c.Services, key) {
+			continue
+		}
+		fmt.Printf("  Group: %s (Services %s; IPs %s)\n", c.Group, strings.Join(c.Services, ", "), joinAddrs(c.IPs))
+		if len(c.Nodes) == 0 {
+			fmt.Println("  Candidates: none: no node the policies select may announce it (for externalTrafficPolicy: Local, none runs a ready endpoint).")
+		} else {
+			fmt.Printf("  Candidates: %s\n", strings.Join(c.Nodes, ", "))
+		}
+		for _, o := range owners {
+			if o.Group == c.Group {
+				fmt.Printf("  Owner by placement among the live candidates: %s; the Lease names %s.\n", dashIfEmpty(o.Owner), dashIfEmpty(o.Holder))
+				fmt.Printf("  On this node: %s.\n", o.Why)
+			}
+		}
+		return nil
+	}
+	fmt.Println("  Group: none: no L2 announcement policy selects the Service together with an IP of it.")
+	return nil
+}
+
+func joinAddrs(ips []netip.Addr) string {
+	out := make([]string, len(ips))
+	for i, ip := range ips {
+		out[i] = ip.String()
+	}
+	return strings.Join(out, ", ")
 }
 
 // leaseHolder reads a Lease with the Pod's service account or --kubeconfig.
