@@ -76,7 +76,8 @@ type plan struct {
 // which Lease writes move or record ownership. The rules:
 //
 //   - The owner a group should have is a function of the live candidates
-//     (place): every agent computes the same one.
+//     and the holders the Leases name (place): every agent that has read
+//     the same Leases computes the same one.
 //   - A node answers for a group only while it holds it: the group's Lease
 //     names it in its current term, or it took the group over while the
 //     API server was unreachable (and nobody recorded another holder
@@ -107,7 +108,13 @@ func decide(v view) plan {
 				nodes = append(nodes, n)
 			}
 		}
-		placeable = append(placeable, Placeable{Group: g.Group, Nodes: nodes})
+		// The holder the Lease names, in the term it still has: groups
+		// stay where they are while the bound allows.
+		holder := ""
+		if rec, ok := v.records[g.Group]; ok && rec.holder != "" && live[rec.holder] && v.members[rec.holder].term == rec.term {
+			holder = rec.holder
+		}
+		placeable = append(placeable, Placeable{Group: g.Group, Nodes: nodes, Holder: holder})
 	}
 	owners := place(placeable)
 

@@ -130,22 +130,32 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// The owner changes (a node joins): the holder withdraws first, and only
-// once its entries are out does it write the new holder.
+// The owner changes (a node joins, the bound drops): the holder withdraws
+// first, and only once its entries are out does it write the new holder.
 func TestDecideHandover(t *testing.T) {
 	two := []string{"node1", "node2"}
-	g := placedOn(t, "node2", two...)
+	// node1 holds three groups; with node2 alive the bound is two.
+	groups := []*tables.L2Candidate{{Group: "g1", Nodes: two}, {Group: "g2", Nodes: two}, {Group: "g3", Nodes: two}}
 	v := view{self: "node1", term: "t1", fresh: true, mayMove: true, apiUp: true,
 		members: map[string]member{"node1": {live: true, term: "t1"}, "node2": {live: true, term: "t2"}},
-		groups:  []*tables.L2Candidate{{Group: g, Nodes: two}},
-		records: map[string]holding{g: {"node1", "t1", "7"}}}
+		groups:  groups,
+		records: map[string]holding{"g1": {"node1", "t1", "7"}, "g2": {"node1", "t1", "8"}, "g3": {"node1", "t1", "9"}}}
 	p := decide(v)
-	if d := p.decisions[g]; !d.withdraw || d.announce || len(p.writes) != 0 {
-		t.Fatalf("before the entries are out: %+v writes %v; want withdraw, no write", d, p.writes)
+	var g string
+	for name, d := range p.decisions {
+		if d.withdraw {
+			if g != "" {
+				t.Fatalf("two groups handed over, want one: %+v", p.decisions)
+			}
+			g = name
+		}
+	}
+	if g == "" || len(p.writes) != 0 || p.decisions[g].announce {
+		t.Fatalf("before the entries are out: %+v writes %v; want one group withdrawn, no write", p.decisions, p.writes)
 	}
 	v.withdrawn = map[string]bool{g: true}
 	p = decide(v)
-	want := []write{{group: g, holder: "node2", term: "t2", fromVersion: "7"}}
+	want := []write{{group: g, holder: "node2", term: "t2", fromVersion: v.records[g].version}}
 	for i := range p.writes {
 		p.writes[i].why = ""
 	}
@@ -160,7 +170,8 @@ func TestDecideHandover(t *testing.T) {
 	// The new owner answers once the Lease names it.
 	v2 := v
 	v2.self, v2.term, v2.apiUp = "node2", "t2", true
-	v2.records = map[string]holding{g: {"node2", "t2", "8"}}
+	v2.records = map[string]holding{"g1": {"node1", "t1", "7"}, "g2": {"node1", "t1", "8"}, "g3": {"node1", "t1", "9"}}
+	v2.records[g] = holding{"node2", "t2", "10"}
 	if d := decide(v2).decisions[g]; !d.announce {
 		t.Fatalf("new owner: %+v, want announce", d)
 	}

@@ -7,31 +7,40 @@ import (
 	"slices"
 )
 
-// placementSlack is how far above the mean a node's share of groups may
-// grow (bounded-load consistent hashing): 1.05 keeps the busiest node
-// within 5% (plus one group) of the mean, while a node joining or leaving
-// moves little more than its fair share.
+// placementSlack is how far above the mean a node may be loaded when a
+// group's own nodes are all full (see place).
 const placementSlack = 1.05
 
-// Placeable is one group as placement sees it: its name and the live nodes
-// that may announce it.
+// Placeable is one group as placement sees it: its name, the live nodes
+// that may announce it, and the node that holds it now ("" if none, or if
+// it may not keep it).
 type Placeable struct {
-	Group string
-	Nodes []string
+	Group  string
+	Nodes  []string
+	Holder string
 }
 
-// place assigns every group one of its nodes: rendezvous (highest random
-// weight) hashing with bounded loads. Each group ranks its nodes by a hash
-// of (group, node), fixed for the pair, and takes the first whose load is
-// under the bound; groups are visited in the order of their own hash, so
-// the outcome depends only on the set of groups and live nodes, never on
-// the order they were learnt in: every agent computes the same owners.
+// place assigns every group one of its nodes, sticky and balanced. With a
+// share of ceil(groups / nodes) per node:
 //
-// Why this shape: with plain rendezvous hashing a node joining takes only
-// the groups it ranks first for (about N/(k+1)) and a node leaving gives
-// away only its own, but the loads spread with the square root of N/k; the
-// bound caps the busiest node at placementSlack times the mean, and groups
-// that would overflow a node fall to their next choice.
+//  1. a group stays with its holder while the holder may announce it and
+//     carries less than its share;
+//  2. every other group goes by rendezvous (highest random weight)
+//     hashing: it ranks its nodes by a hash of (group, node), fixed for the
+//     pair, and takes the first that carries less than its share;
+//  3. a group none of whose nodes has room (its nodes are a few that other
+//     groups filled) takes the first under placementSlack times the share,
+//     else its first choice.
+//
+// Groups are visited in the order of their own hash in every pass, so the
+// outcome depends only on the groups, their holders and the live nodes,
+// never on the order they were learnt in: every agent that reads the same
+// Leases computes the same owners.
+//
+// What it gives: no node carries more than its share while the groups may
+// go anywhere; a node leaving moves exactly its own groups (the share only
+// grows); a node joining lowers the share, and the groups over it, about
+// N/(k+1), move to the only node under it, the new one.
 func place(groups []Placeable) map[string]string {
 	type entry struct {
 		Placeable
@@ -39,7 +48,6 @@ func place(groups []Placeable) map[string]string {
 	}
 	entries := make([]entry, 0, len(groups))
 	nodes := map[string]bool{}
-	demand := 0
 	for _, g := range groups {
 		if len(g.Nodes) == 0 {
 			continue
@@ -48,36 +56,53 @@ func place(groups []Placeable) map[string]string {
 		for _, n := range g.Nodes {
 			nodes[n] = true
 		}
-		demand++
 	}
 	slices.SortFunc(entries, func(a, b entry) int {
 		return cmp.Or(cmp.Compare(a.order, b.order), cmp.Compare(a.Group, b.Group))
 	})
-	bound := int(math.Ceil(placementSlack * float64(demand) / float64(max(len(nodes), 1))))
+	mean := float64(len(entries)) / float64(max(len(nodes), 1))
+	share, bound := int(math.Ceil(mean)), int(math.Ceil(placementSlack*mean))
 	load := map[string]int{}
 	owners := make(map[string]string, len(entries))
+	assign := func(e entry, n string) {
+		owners[e.Group] = n
+		load[n]++
+	}
 	for _, e := range entries {
-		best, bestScore, fallback, fallbackScore := "", uint64(0), "", uint64(0)
+		if e.Holder != "" && slices.Contains(e.Nodes, e.Holder) && load[e.Holder] < share {
+			assign(e, e.Holder)
+		}
+	}
+	// best is the node of e ranked first among those under limit ("" if
+	// none).
+	best := func(e entry, limit int) string {
+		choice, score := "", uint64(0)
 		for _, n := range e.Nodes {
 			s := hash64(e.Group, n)
 			// Ties (never seen in practice) go to the smaller name.
-			better := func(cur string, curScore uint64) bool {
-				return cur == "" || s > curScore || (s == curScore && n < cur)
-			}
-			if load[n] < bound && better(best, bestScore) {
-				best, bestScore = n, s
-			}
-			if better(fallback, fallbackScore) {
-				fallback, fallbackScore = n, s
+			if load[n] < limit && (choice == "" || s > score || (s == score && n < choice)) {
+				choice, score = n, s
 			}
 		}
-		// Every eligible node full (the group's nodes are a small subset
-		// that other groups filled): its first choice anyway.
-		if best == "" {
-			best = fallback
+		return choice
+	}
+	var rest []entry
+	for _, e := range entries {
+		if _, ok := owners[e.Group]; ok {
+			continue
 		}
-		owners[e.Group] = best
-		load[best]++
+		if n := best(e, share); n != "" {
+			assign(e, n)
+		} else {
+			rest = append(rest, e)
+		}
+	}
+	for _, e := range rest {
+		n := best(e, bound)
+		if n == "" {
+			n = best(e, math.MaxInt)
+		}
+		assign(e, n)
 	}
 	return owners
 }

@@ -85,28 +85,47 @@ func TestPlacementIgnoresOrder(t *testing.T) {
 	}
 }
 
+// withHolders makes each group held by its owner in owners, as after the
+// handovers placement asked for.
+func withHolders(gs []Placeable, owners map[string]string) []Placeable {
+	out := slices.Clone(gs)
+	for i := range out {
+		out[i].Holder = owners[out[i].Group]
+	}
+	return out
+}
+
 // A node joining takes about its share, N/(k+1), and the others keep the
-// rest; a node leaving gives away only its own groups.
+// rest; a node leaving gives away exactly its own groups. Placement is
+// sticky: groups stay with their holders while the bound allows.
 func TestPlacementSticky(t *testing.T) {
 	for _, k := range []int{3, 10} {
 		t.Run(fmt.Sprint(k), func(t *testing.T) {
 			const n = 1000
 			before := place(groupsOver(n, nodeNames(k)))
-			after := place(groupsOver(n, nodeNames(k+1)))
+			// Placing again with the holders changes nothing.
+			if again := place(withHolders(groupsOver(n, nodeNames(k)), before)); moved(before, again) != 0 {
+				t.Fatalf("placing again with the holders moved %d groups", moved(before, again))
+			}
+			joined := nodeNames(k + 1)[k]
+			after := place(withHolders(groupsOver(n, nodeNames(k+1)), before))
 			share := n / (k + 1)
 			m := moved(before, after)
-			t.Logf("join: %d of %d groups move (share of the new node %d)", m, n, share)
+			t.Logf("join: %d of %d groups move (share of the new node %d; it has %d)", m, n, share, loads(after)[joined])
 			if m > share*13/10 {
 				t.Errorf("join moved %d groups, more than 1.3 × the new node's share %d", m, share)
 			}
-			left := nodeNames(k + 1)
-			gone := left[0]
-			again := place(groupsOver(n, left[1:]))
+			if l := loads(after)[joined]; l < share*8/10 {
+				t.Errorf("the new node got %d groups, less than 0.8 × its share %d", l, share)
+			}
+
+			gone := nodeNames(k + 1)[0]
+			again := place(withHolders(groupsOver(n, nodeNames(k + 1)[1:]), after))
 			lost := loads(after)[gone]
 			m = moved(after, again)
 			t.Logf("leave: %d of %d groups move (the leaving node had %d)", m, n, lost)
-			if m > lost*13/10 {
-				t.Errorf("leave moved %d groups, more than 1.3 × the %d of the node that left", m, lost)
+			if m != lost {
+				t.Errorf("leave moved %d groups, the node that left had %d: others moved too", m, lost)
 			}
 		})
 	}
@@ -159,9 +178,9 @@ func BenchmarkPlacementQuality(b *testing.B) {
 			for _, l := range loads(owners) {
 				busiest = max(busiest, l)
 			}
-			grown := place(groupsOver(n, nodeNames(k+1)))
+			grown := place(withHolders(groupsOver(n, nodeNames(k+1)), owners))
 			leaving := nodeNames(k + 1)[0]
-			shrunk := place(groupsOver(n, nodeNames(k + 1)[1:]))
+			shrunk := place(withHolders(groupsOver(n, nodeNames(k + 1)[1:]), grown))
 			b.ReportMetric(float64(busiest)/(float64(n)/float64(k)), "max/mean")
 			b.ReportMetric(float64(moved(owners, grown)), "moved-on-join")
 			b.ReportMetric(float64(n)/float64(k+1), "fair-share")
