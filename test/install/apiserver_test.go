@@ -218,6 +218,10 @@ func installRBAC(t *testing.T, c *cluster.Cluster, dyn dynamic.Interface, set ..
 // name, so that its RBAC lives next to the default rendering's.
 var multiPoolRelease = []string{"nameOverride=herald-mp", "ipam.mode=multi-pool"}
 
+// l2Release renders the chart with L2 announcements (members election, the
+// default) under another name.
+var l2Release = []string{"nameOverride=herald-l2", "l2announcements.enabled=true"}
+
 const agentUser = "system:serviceaccount:kube-system:herald"
 
 // TestRBACGrants asks the API server (SubjectAccessReview) what the chart's
@@ -227,6 +231,7 @@ func TestRBACGrants(t *testing.T) {
 	c, dyn := setup(t)
 	installRBAC(t, c, dyn)
 	installRBAC(t, c, dyn, multiPoolRelease...)
+	installRBAC(t, c, dyn, l2Release...)
 
 	type access struct {
 		verb, group, resource, subresource, namespace string
@@ -273,11 +278,15 @@ func TestRBACGrants(t *testing.T) {
 		{"get", "", "namespaces", "", ""}, {"list", "", "namespaces", "", ""}, {"watch", "", "namespaces", "", ""},
 	}
 	check := func(user string, a access, want bool) {
+		name := ""
+		if res, n, ok := strings.Cut(a.resource, "/"); ok { // "secrets/herald-l2-peers": one object
+			a.resource, name = res, n
+		}
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:   user,
 			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"},
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource, Namespace: a.namespace,
+				Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource, Namespace: a.namespace, Name: name,
 			},
 		}}
 		// The authorizer learns of new Roles and bindings through a watch:
@@ -309,6 +318,22 @@ func TestRBACGrants(t *testing.T) {
 		for _, a := range multiPool {
 			check(user, a, withMultiPool)
 		}
+	}
+	// L2 announcements with the members election: EndpointSlices, and the
+	// peer Secret (read by name, created when missing), no other Secret.
+	l2 := agentUser + "-l2"
+	for _, a := range []access{
+		{"list", "discovery.k8s.io", "endpointslices", "", ""},
+		{"get", "", "secrets/herald-l2-peers", "", "kube-system"},
+		{"create", "", "secrets", "", "kube-system"},
+	} {
+		check(l2, a, true)
+	}
+	for _, a := range []access{
+		{"get", "", "secrets/other", "", "kube-system"}, {"list", "", "secrets", "", "kube-system"},
+		{"update", "", "secrets/herald-l2-peers", "", "kube-system"}, {"create", "", "secrets", "", "default"},
+	} {
+		check(l2, a, false)
 	}
 }
 
