@@ -108,8 +108,8 @@ func decide(v view) plan {
 				nodes = append(nodes, n)
 			}
 		}
-		// The holder the Lease names, in the term it still has: groups
-		// stay where they are while the bound allows.
+		// The holder the Lease names, in the term it still has: a group
+		// stays with it while it carries no more than its share.
 		holder := ""
 		if rec, ok := v.records[g.Group]; ok && rec.holder != "" && live[rec.holder] && v.members[rec.holder].term == rec.term {
 			holder = rec.holder
@@ -119,8 +119,8 @@ func decide(v view) plan {
 	owners := place(placeable)
 
 	// Records that some live member answers for without having recorded
-	// it: their groups are not free, whatever the Lease says.
-	// A member whose list did not fit its metadata claims every record.
+	// it: their groups are not free, whatever the Lease says. A member
+	// whose list did not fit into its metadata claims every record.
 	claimed := map[string]string{}
 	claimsAll := ""
 	for n, m := range v.members {
