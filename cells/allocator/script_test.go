@@ -5,73 +5,43 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/cilium/hive"
 	"github.com/cilium/hive/cell"
-	"github.com/cilium/hive/hivetest"
 	"github.com/cilium/hive/job"
 	"github.com/cilium/hive/script"
-	"github.com/cilium/hive/script/scripttest"
 	"github.com/cilium/statedb"
-	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
-	"github.com/heraldlb/herald/daemon/agentconfig"
 	"github.com/heraldlb/herald/tables"
+	"github.com/heraldlb/herald/test/scripthive"
 )
 
 // TestScript runs the scenarios in testdata/*.txtar: Kubernetes objects go
 // in with k8s/apply and k8s/delete (plain manifests, as a user writes them),
 // the allocator's tables come out (db/cmp, db/show).
 func TestScript(t *testing.T) {
-	scripttest.Test(t, context.Background(),
-		func(t testing.TB, args []string) *script.Engine {
-			h := hive.New(
-				job.Cell,
-				statedb.Cell,
-				cell.SimpleHealthCell,
-				agentconfig.Cell,
-				cell.Module("k8s-fake", "Tables fed by the script",
-					cell.ProvidePrivate(func(r job.Registry, h cell.Health, l *slog.Logger) job.Group {
-						return r.NewGroup(h, job.WithLogger(l))
-					}),
-					cell.Provide(
-						tables.NewServicesTable, tables.NewLBPoolsTable, tables.NewLeadershipTable,
-						statedb.RWTable[*tables.Service].ToTable,
-						statedb.RWTable[*tables.LBPool].ToTable,
-						statedb.RWTable[*tables.Leadership].ToTable,
-						func() tables.Freshness { return alwaysFresh{} },
-						newK8sCommands,
-					),
-				),
-				cell.Module("lb-ipam-test", "LB IPAM",
-					cell.ProvidePrivate(func(r job.Registry, h cell.Health, l *slog.Logger) job.Group {
-						return r.NewGroup(h, job.WithLogger(l))
-					}),
-					Cell,
-				),
-			)
-			flags := pflag.NewFlagSet("", pflag.ContinueOnError)
-			h.RegisterFlags(flags)
-			if err := flags.Parse(args); err != nil {
-				t.Fatal(err)
-			}
-			log := hivetest.Logger(t, hivetest.LogLevel(slog.LevelWarn))
-			cmds, err := h.ScriptCommands(log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			maps.Insert(cmds, maps.All(script.DefaultCmds()))
-			t.Cleanup(func() { _ = h.Stop(log, context.Background()) })
-			return &script.Engine{Cmds: cmds}
-		}, nil, "testdata/*.txtar")
+	scripthive.Test(t, nil,
+		cell.Module("k8s-fake", "Tables fed by the script",
+			cell.ProvidePrivate(func(r job.Registry, h cell.Health, l *slog.Logger) job.Group {
+				return r.NewGroup(h, job.WithLogger(l))
+			}),
+			cell.Provide(
+				tables.NewServicesTable, tables.NewLBPoolsTable, tables.NewLeadershipTable,
+				statedb.RWTable[*tables.Service].ToTable,
+				statedb.RWTable[*tables.LBPool].ToTable,
+				statedb.RWTable[*tables.Leadership].ToTable,
+				func() tables.Freshness { return alwaysFresh{} },
+				newK8sCommands,
+			),
+		),
+		Cell)
 }
 
 // alwaysFresh: the script writes the tables directly, so they are always

@@ -52,7 +52,7 @@ func registerDerivation(p params) {
 // labels change the candidates of every group), so it starts from the
 // inputs each time; only rows that changed are written.
 func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health cell.Health) error {
-	if err := waitInitialized(ctx, p); err != nil {
+	if err := tables.WaitInitialized(ctx, p.DB, p.Services, p.Policies, p.Nodes, p.Devices, p.Slices); err != nil {
 		return nil
 	}
 	reported := map[string]bool{} // stranded Services this node reported
@@ -135,28 +135,6 @@ func same(a, b *tables.L2Candidate) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return string(ja) == string(jb)
-}
-
-func waitInitialized(ctx context.Context, p params) error {
-	for {
-		txn := p.DB.ReadTxn()
-		var pending []<-chan struct{}
-		for _, init := range []func(statedb.ReadTxn) (bool, <-chan struct{}){
-			p.Services.Initialized, p.Policies.Initialized, p.Nodes.Initialized, p.Devices.Initialized, p.Slices.Initialized,
-		} {
-			if ok, w := init(txn); !ok {
-				pending = append(pending, w)
-			}
-		}
-		if len(pending) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-pending[0]:
-		}
-	}
 }
 
 // EventNotAnnounced is the reason of the Warning Event recorded on a Service

@@ -2,10 +2,7 @@ package l2candidates
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"log/slog"
-	"maps"
 	"net"
 	"os"
 	"strconv"
@@ -14,12 +11,8 @@ import (
 
 	"github.com/cilium/hive"
 	"github.com/cilium/hive/cell"
-	"github.com/cilium/hive/hivetest"
-	"github.com/cilium/hive/job"
 	"github.com/cilium/hive/script"
-	"github.com/cilium/hive/script/scripttest"
 	"github.com/cilium/statedb"
-	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,8 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
-	"github.com/heraldlb/herald/daemon/agentconfig"
 	"github.com/heraldlb/herald/tables"
+	"github.com/heraldlb/herald/test/scripthive"
 )
 
 // TestScript runs the scenarios in testdata/*.txtar: Services, policies,
@@ -36,48 +29,22 @@ import (
 // this node's devices and the peers' published devices with device and
 // member; the l2-candidates table comes out (db/cmp, db/show).
 func TestScript(t *testing.T) {
-	scripttest.Test(t, context.Background(),
-		func(t testing.TB, args []string) *script.Engine {
-			h := hive.New(
-				job.Cell,
-				statedb.Cell,
-				cell.SimpleHealthCell,
-				agentconfig.Cell,
-				cell.Module("k8s-fake", "Tables fed by the script",
-					cell.Provide(
-						tables.NewServicesTable, tables.NewL2PoliciesTable, tables.NewNodesTable,
-						tables.NewEndpointSlicesTable, tables.NewDevicesTable, tables.NewL2MembersTable,
-						statedb.RWTable[*tables.Service].ToTable,
-						statedb.RWTable[*tables.L2Policy].ToTable,
-						statedb.RWTable[*tables.Node].ToTable,
-						statedb.RWTable[*tables.EndpointSlice].ToTable,
-						statedb.RWTable[*tables.Device].ToTable,
-						statedb.RWTable[*tables.L2Member].ToTable,
-						func() record.EventRecorder { return record.NewFakeRecorder(100) },
-						newScriptCommands,
-					),
-				),
-				cell.Module("l2-candidates-test", "The cell under test",
-					cell.ProvidePrivate(func(r job.Registry, h cell.Health, l *slog.Logger) job.Group {
-						return r.NewGroup(h, job.WithLogger(l))
-					}),
-					Cell,
-				),
-			)
-			flags := pflag.NewFlagSet("", pflag.ContinueOnError)
-			h.RegisterFlags(flags)
-			if err := flags.Parse(append([]string{"--enable-l2-announcements", "--node-name=node1"}, args...)); err != nil {
-				t.Fatal(err)
-			}
-			log := hivetest.Logger(t, hivetest.LogLevel(slog.LevelWarn))
-			cmds, err := h.ScriptCommands(log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			maps.Insert(cmds, maps.All(script.DefaultCmds()))
-			t.Cleanup(func() { _ = h.Stop(log, context.Background()) })
-			return &script.Engine{Cmds: cmds}
-		}, nil, "testdata/*.txtar")
+	scripthive.Test(t, []string{"--enable-l2-announcements", "--node-name=node1"},
+		cell.Module("k8s-fake", "Tables fed by the script",
+			cell.Provide(
+				tables.NewServicesTable, tables.NewL2PoliciesTable, tables.NewNodesTable,
+				tables.NewEndpointSlicesTable, tables.NewDevicesTable, tables.NewL2MembersTable,
+				statedb.RWTable[*tables.Service].ToTable,
+				statedb.RWTable[*tables.L2Policy].ToTable,
+				statedb.RWTable[*tables.Node].ToTable,
+				statedb.RWTable[*tables.EndpointSlice].ToTable,
+				statedb.RWTable[*tables.Device].ToTable,
+				statedb.RWTable[*tables.L2Member].ToTable,
+				func() record.EventRecorder { return record.NewFakeRecorder(100) },
+				newScriptCommands,
+			),
+		),
+		Cell)
 }
 
 // scriptCommands feed the input tables as the k8s-watch, devices and

@@ -577,25 +577,15 @@ func (e *elector) joinLoop(ctx context.Context) {
 // waitReady waits for the tables the elector reads and for this node's
 // address (its Node's first InternalIP), which the peers reach it at.
 func (e *elector) waitReady(ctx context.Context, health cell.Health) (addr netip.Addr, err error) {
+	if err := tables.WaitInitialized(ctx, e.DB, e.Candidates, e.Records, e.Nodes, e.Devices); err != nil {
+		return addr, err
+	}
 	for {
-		txn := e.DB.ReadTxn()
-		var pending []<-chan struct{}
-		for _, init := range []func(statedb.ReadTxn) (bool, <-chan struct{}){
-			e.Candidates.Initialized, e.Records.Initialized, e.Nodes.Initialized, e.Devices.Initialized,
-		} {
-			if ok, w := init(txn); !ok {
-				pending = append(pending, w)
-			}
-		}
-		n, _, nodeWatch, ok := e.Nodes.GetWatch(txn, tables.NodeNameIndex.Query(e.self))
-		switch {
-		case len(pending) > 0:
-			nodeWatch = pending[0]
-		case !ok || len(n.InternalIPs) == 0:
-			health.Degraded("waiting for an InternalIP", fmt.Errorf("Node %s has no InternalIP address: the peers reach this agent at it", e.self))
-		default:
+		n, _, nodeWatch, ok := e.Nodes.GetWatch(e.DB.ReadTxn(), tables.NodeNameIndex.Query(e.self))
+		if ok && len(n.InternalIPs) > 0 {
 			return n.InternalIPs[0], nil
 		}
+		health.Degraded("waiting for an InternalIP", fmt.Errorf("Node %s has no InternalIP address: the peers reach this agent at it", e.self))
 		select {
 		case <-ctx.Done():
 			return addr, ctx.Err()

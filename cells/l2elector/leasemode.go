@@ -74,7 +74,7 @@ type announcer struct {
 }
 
 func (a *announcer) run(ctx context.Context, health cell.Health) error {
-	if err := a.waitInitialized(ctx); err != nil {
+	if err := tables.WaitInitialized(ctx, a.DB, a.Candidates); err != nil {
 		return nil
 	}
 	campaigns := map[string]*campaign{}
@@ -156,26 +156,6 @@ func (a *announcer) reportHealth(campaigns map[string]*campaign, health cell.Hea
 		return
 	}
 	health.Degraded(fmt.Sprintf("%d of %d Lease elections failing", failing, len(campaigns)), last)
-}
-
-func (a *announcer) waitInitialized(ctx context.Context) error {
-	for {
-		txn := a.DB.ReadTxn()
-		var pending []<-chan struct{}
-		for _, init := range []func(statedb.ReadTxn) (bool, <-chan struct{}){a.Candidates.Initialized} {
-			if ok, w := init(txn); !ok {
-				pending = append(pending, w)
-			}
-		}
-		if len(pending) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-pending[0]:
-		}
-	}
 }
 
 func isDone(c *campaign) bool {
