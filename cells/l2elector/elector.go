@@ -54,6 +54,10 @@ func registerMembersElector(p electorParams) error {
 	if !p.Agent.EnableL2Announcements || p.Agent.L2AnnouncementsElection != agentconfig.L2ElectionMembers {
 		return nil
 	}
+	// The timings of the node Leases.
+	if err := validateLeases(p.Leases); err != nil {
+		return err
+	}
 	e := &elector{electorParams: p, self: p.Agent.Node(), timings: electionTimings(p.Leases),
 		members: newMembers(p.Log, p.Agent.Node()),
 		fence:   fence{newTerm: newTermName},

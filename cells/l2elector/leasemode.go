@@ -40,7 +40,7 @@ func registerAnnouncer(p announcerParams) error {
 	if !p.Agent.EnableL2Announcements || p.Agent.L2AnnouncementsElection != agentconfig.L2ElectionLease {
 		return nil
 	}
-	if err := p.Leases.Validate(); err != nil {
+	if err := validateLeases(p.Leases); err != nil {
 		return err
 	}
 	a := &announcer{announcerParams: p, node: p.Agent.Node(), timings: electionTimings(p.Leases),

@@ -27,7 +27,7 @@ func TestElectionTimings(t *testing.T) {
 		want:  tables.LeaseTimings{Duration: 3 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 500 * time.Millisecond},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.flags.Validate(); err != nil {
+			if err := validateLeases(tc.flags); err != nil {
 				t.Fatalf("the flags must be valid: %v", err)
 			}
 			if got := electionTimings(tc.flags); got != tc.want {

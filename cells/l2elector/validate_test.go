@@ -1,9 +1,11 @@
-package agentconfig
+package l2elector
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heraldlb/herald/daemon/agentconfig"
 )
 
 func TestL2LeasesValidate(t *testing.T) {
@@ -22,7 +24,7 @@ func TestL2LeasesValidate(t *testing.T) {
 		{5 * time.Second, time.Second, 0, "retry-period (0s) must be at least 1ns"},
 	}
 	for _, tt := range tests {
-		err := L2Leases{tt.d, tt.r, tt.p}.Validate()
+		err := validateLeases(agentconfig.L2Leases{L2AnnouncementsLeaseDuration: tt.d, L2AnnouncementsRenewDeadline: tt.r, L2AnnouncementsRetryPeriod: tt.p})
 		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 			t.Errorf("%s/%s/%s: %v, want %q", tt.d, tt.r, tt.p, err, tt.wantErr)
 		}
