@@ -589,20 +589,7 @@ func (r *Responder) Heartbeat(maxAge time.Duration) error {
 	if maxAge < 0 {
 		return fmt.Errorf("bpf: negative heartbeat max age %v", maxAge)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return errClosed
-	}
-	now, err := monotonicNow()
-	if err != nil {
-		return err
-	}
-	cfg := l2responderL2ResponderConfig{HeartbeatNs: now, MaxAgeNs: uint64(maxAge)}
-	if err := r.config.Put(uint32(0), &cfg); err != nil {
-		return fmt.Errorf("bpf: writing heartbeat: %w", err)
-	}
-	return nil
+	return r.heartbeat(func() time.Duration { return maxAge })
 }
 
 // HeartbeatUntil makes the program answer until deadline and no longer.
@@ -611,6 +598,12 @@ func (r *Responder) Heartbeat(maxAge time.Duration) error {
 // the kernel clock is read first, the remaining time after it, so a pause
 // in between only shortens it.
 func (r *Responder) HeartbeatUntil(deadline time.Time) error {
+	return r.heartbeat(func() time.Duration { return max(time.Until(deadline), 0) })
+}
+
+// heartbeat writes the kernel clock's now and the max age, which maxAge
+// computes after now was read.
+func (r *Responder) heartbeat(maxAge func() time.Duration) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -620,7 +613,7 @@ func (r *Responder) HeartbeatUntil(deadline time.Time) error {
 	if err != nil {
 		return err
 	}
-	cfg := l2responderL2ResponderConfig{HeartbeatNs: now, MaxAgeNs: uint64(max(time.Until(deadline), 0))}
+	cfg := l2responderL2ResponderConfig{HeartbeatNs: now, MaxAgeNs: uint64(maxAge())}
 	if err := r.config.Put(uint32(0), &cfg); err != nil {
 		return fmt.Errorf("bpf: writing heartbeat: %w", err)
 	}

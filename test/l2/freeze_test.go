@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -74,20 +73,7 @@ func TestFreezeAfterRenewal(t *testing.T) {
 		}
 		t.Logf("round %d: froze %s after a renewal, %s took over, %s withdrew on thaw", round, old.Name, owner.Name, old.Name)
 	}
-	marks, err := prober.stop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(probeWindow)
-	frames, err := client.since(start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	windows, doubles := doubleAnswers(frames, vip, marks)
-	if len(doubles) > 0 {
-		t.Errorf("%d of %d requests answered by two MACs:\n  %s", len(doubles), windows, strings.Join(doubles, "\n  "))
-	}
-	t.Logf("%d rounds, %d requests, each answered by at most one MAC", freezeRounds, windows)
+	expectNoDoubleAnswers(t, vip, prober, start)
 }
 
 // renewalTrap runs a node's agent behind an API proxy that, once armed,

@@ -670,3 +670,23 @@ func dumpState(vips []netip.Addr, since int) string {
 	fmt.Fprintf(&b, "== ARP frames about %v during the test (last 60 of %d):\n%s\n", vips, len(about), agentproc.Tail(strings.Join(about, "\n"), 60))
 	return b.String()
 }
+
+// expectNoDoubleAnswers stops the prober and fails the test if a request of the prober was
+// answered by two MACs.
+func expectNoDoubleAnswers(t *testing.T, vip netip.Addr, prober *markedProber, start int) {
+	t.Helper()
+	marks, err := prober.stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(probeWindow)
+	frames, err := client.since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	windows, doubles := doubleAnswers(frames, vip, marks)
+	if len(doubles) > 0 {
+		t.Errorf("%d of %d requests answered by two MACs:\n  %s", len(doubles), windows, strings.Join(doubles, "\n  "))
+	}
+	t.Logf("%d requests, each answered by at most one MAC", windows)
+}

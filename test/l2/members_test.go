@@ -293,26 +293,6 @@ func partition(t testing.TB, n *node) (heal func()) {
 	return heal
 }
 
-// expectNoDoubleAnswers stops the prober and fails the test if a request of the prober was
-// answered by two MACs.
-func expectNoDoubleAnswers(t *testing.T, vip netip.Addr, prober *markedProber, start int) {
-	t.Helper()
-	marks, err := prober.stop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(probeWindow)
-	frames, err := client.since(start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	windows, doubles := doubleAnswers(frames, vip, marks)
-	if len(doubles) > 0 {
-		t.Errorf("%d of %d requests answered by two MACs:\n  %s", len(doubles), windows, strings.Join(doubles, "\n  "))
-	}
-	t.Logf("%d requests, each answered by at most one MAC", windows)
-}
-
 // The owner is cut off from the other nodes and the API server: it stops
 // answering by itself (no peer confirms it), the others take over, and
 // once healed it rejoins without taking anything back.
