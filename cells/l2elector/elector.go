@@ -287,11 +287,16 @@ func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan s
 	}
 	// A group's entries are out once every one of them is marked withdrawn
 	// and the responder reports it done.
+	groupOf := map[tables.L2AnnounceKey]string{}
+	for _, c := range v.groups {
+		for _, l := range c.Local {
+			groupOf[tables.L2AnnounceKey{IP: l.IP, NetworkInterface: l.NetworkInterface}] = c.Group
+		}
+	}
 	pending := map[string]bool{}
 	for a := range ann {
-		g := groupOf(v.groups, a)
 		if !a.Withdrawn || a.Status.Kind != reconciler.StatusKindDone {
-			pending[g] = true
+			pending[groupOf[tables.L2AnnounceKey{IP: a.IP, NetworkInterface: a.NetworkInterface}]] = true
 		}
 	}
 	for _, c := range v.groups {
@@ -613,17 +618,6 @@ func recordAnnounced(events record.EventRecorder, node, lease string, entries []
 		ref := &corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name}
 		events.Eventf(ref, corev1.EventTypeNormal, EventAnnounced, "Node %s announces %s (Lease %s)", node, strings.Join(places, ", "), lease)
 	}
-}
-
-func groupOf(groups []*tables.L2Candidate, en *tables.L2AnnounceEntry) string {
-	for _, c := range groups {
-		for _, l := range c.Local {
-			if l.IP == en.IP && l.NetworkInterface == en.NetworkInterface {
-				return c.Group
-			}
-		}
-	}
-	return ""
 }
 
 func sameJSON(a, b any) bool {
