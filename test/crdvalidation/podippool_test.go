@@ -362,12 +362,14 @@ func TestPodPoolStatus(t *testing.T) {
 		t.Errorf("create wrote status %+v; only the status subresource may", p.Status)
 	}
 
-	p.Status = poolStatus()
+	// One value for both: poolStatus stamps the current second.
+	want := poolStatus()
+	p.Status = *want.DeepCopy()
 	got, err := pools.UpdateStatus(ctx, p, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatalf("UpdateStatus: %v", err)
 	}
-	if want := poolStatus(); !reflect.DeepEqual(got.Status, want) {
+	if !reflect.DeepEqual(got.Status, want) {
 		t.Errorf("status = %+v, want %+v", got.Status, want)
 	}
 
