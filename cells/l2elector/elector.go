@@ -27,7 +27,9 @@ import (
 	"github.com/heraldlb/herald/tables"
 )
 
-type electorParams struct {
+// params are what the cell's two elections read and write (the Lease
+// election uses part of them).
+type params struct {
 	cell.In
 
 	Agent      agentconfig.Config
@@ -50,7 +52,7 @@ type electorParams struct {
 	Metrics    prometheus.Registerer `optional:"true"`
 }
 
-func registerMembersElector(p electorParams) error {
+func registerMembersElector(p params) error {
 	if !p.Agent.EnableL2Announcements || p.Agent.L2AnnouncementsElection != agentconfig.L2ElectionMembers {
 		return nil
 	}
@@ -58,7 +60,7 @@ func registerMembersElector(p electorParams) error {
 	if err := validateLeases(p.Leases); err != nil {
 		return err
 	}
-	e := &elector{electorParams: p, self: p.Agent.Node(), timings: electionTimings(p.Leases),
+	e := &elector{params: p, self: p.Agent.Node(), timings: electionTimings(p.Leases),
 		members: newMembers(p.Log, p.Agent.Node()),
 		fence:   fence{newTerm: newTermName},
 		leases:  p.Kube.CoordinationV1().Leases(p.Agent.K8sNamespace),
@@ -82,7 +84,7 @@ func registerMembersElector(p electorParams) error {
 // and the responder's eBPF program stops answering at that deadline by
 // itself, even if this agent is frozen.
 type elector struct {
-	electorParams
+	params
 	self    string
 	timings tables.LeaseTimings
 	members *members
@@ -217,22 +219,23 @@ func (e *elector) run(ctx context.Context, health cell.Health) error {
 // and the nodes whose Lease is not known to have expired).
 func (e *elector) evidence(now time.Time, rows []*tables.L2Member) standing {
 	txn := e.DB.ReadTxn()
+	// When each node Lease version was first seen; Leases gone are
+	// forgotten.
+	seen := map[string]seenLease{}
 	watchLive := false
-	universe := map[string]bool{e.self: true}
-	for l := range e.Records.All(txn) {
-		if !strings.HasPrefix(l.Name, tables.L2NodeLeasePrefix) {
-			continue
-		}
-		s := e.seen[l.Name]
-		if s.version != l.ResourceVersion {
+	for l := range e.Records.Prefix(txn, tables.L2LeaseNameIndex.Query(tables.L2NodeLeasePrefix)) {
+		s, ok := e.seen[l.Name]
+		if !ok || s.version != l.ResourceVersion {
 			s = seenLease{l.ResourceVersion, now}
-			e.seen[l.Name] = s
 		}
+		seen[l.Name] = s
 		// Every live node renews its Lease once per retry period: seeing
 		// one change proves that the watch delivers.
 		watchLive = watchLive || now.Sub(s.at) < 2*e.timings.RetryPeriod+time.Second
 	}
-	for name, s := range e.seen {
+	e.seen = seen
+	universe := map[string]bool{e.self: true}
+	for name, s := range seen {
 		node, _ := strings.CutPrefix(name, tables.L2NodeLeasePrefix)
 		// Without a live watch nothing expires: the node may be renewing
 		// a Lease this agent cannot see.
@@ -262,7 +265,7 @@ func (e *elector) evidence(now time.Time, rows []*tables.L2Member) standing {
 func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan struct{} {
 	txn := e.DB.ReadTxn()
 	cands, candWatch := e.Candidates.AllWatch(txn)
-	recs, recWatch := e.Records.AllWatch(txn)
+	recs, recWatch := e.Records.PrefixWatch(txn, tables.L2LeaseNameIndex.Query(tables.L2AnnounceLeasePrefix))
 	ann, annWatch := e.Announce.AllWatch(txn)
 	_, devWatch := e.Devices.AllWatch(txn)
 	inputs := []<-chan struct{}{candWatch, recWatch, annWatch, devWatch}
@@ -274,9 +277,7 @@ func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan s
 		v.members[m.Node] = member{live: m.Live(), term: m.Term, tookOver: m.TookOver}
 	}
 	for l := range recs {
-		if strings.HasPrefix(l.Name, tables.L2AnnounceLeasePrefix) {
-			v.records[l.Name] = holding{holder: l.Holder, term: l.Term, version: l.ResourceVersion}
-		}
+		v.records[l.Name] = holding{holder: l.Holder, term: l.Term, version: l.ResourceVersion}
 	}
 	for g, o := range e.overlay {
 		if cur, ok := v.records[g]; (ok && cur.version == o.fromVersion) || (!ok && o.fromVersion == "") {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"log/slog"
 	"slices"
 	"time"
 
@@ -13,37 +12,19 @@ import (
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/reconciler"
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/daemon/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
-type announcerParams struct {
-	cell.In
-
-	Leases     agentconfig.L2Leases
-	Agent      agentconfig.Config
-	Log        *slog.Logger
-	DB         *statedb.DB
-	Jobs       job.Group
-	Kube       kubernetes.Interface
-	Candidates statedb.Table[*tables.L2Candidate]
-	Announce   statedb.RWTable[*tables.L2AnnounceEntry]
-	Health     statedb.RWTable[*tables.L2LeaseHealth]
-	Events     record.EventRecorder
-	Metrics    prometheus.Registerer `optional:"true"`
-}
-
-func registerAnnouncer(p announcerParams) error {
+func registerAnnouncer(p params) error {
 	if !p.Agent.EnableL2Announcements || p.Agent.L2AnnouncementsElection != agentconfig.L2ElectionLease {
 		return nil
 	}
 	if err := validateLeases(p.Leases); err != nil {
 		return err
 	}
-	a := &announcer{announcerParams: p, node: p.Agent.Node(), timings: electionTimings(p.Leases),
+	a := &announcer{params: p, node: p.Agent.Node(), timings: electionTimings(p.Leases),
 		heldChanged: make(chan struct{}, 1), renewed: make(chan struct{}, 1),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_l2_lease_transitions_total",
@@ -62,7 +43,7 @@ func registerAnnouncer(p announcerParams) error {
 }
 
 type announcer struct {
-	announcerParams
+	params
 	node    string
 	timings tables.LeaseTimings
 	// heldChanged: a term started or ended; renewed: a term's deadline

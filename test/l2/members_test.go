@@ -23,24 +23,14 @@ import (
 // default, members election) again after it.
 func useLeaseElection(t *testing.T) {
 	t.Helper()
-	restart := func(args ...string) {
-		for _, n := range nodes {
-			if err := n.Stop(); err != nil {
-				t.Fatal(err)
-			}
-			n.SetExtraArgs(args...)
-			if err := n.Start(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, n := range nodes {
-			if err := n.waitReady(); err != nil {
-				t.Fatal(err)
-			}
-		}
+	if err := restartAgents(func(*node) []string { return []string{"--l2-announcements-election=lease"} }); err != nil {
+		t.Fatal(err)
 	}
-	restart("--l2-announcements-election=lease")
-	t.Cleanup(func() { restart() })
+	t.Cleanup(func() {
+		if err := restartAgents(func(*node) []string { return nil }); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // The owner is killed (kill -9), and the new one frozen (SIGSTOP); another
