@@ -4,7 +4,8 @@
 //	go run ./hack/crd-versions IN_DIR OUT_DIR
 //
 // For every IN_DIR/*.yaml it writes OUT_DIR/<same name> after
-//   - tightening every metav1.LabelSelector in the schemas (see selector.go),
+//   - tightening every metav1.LabelSelector in the schemas (see selector.go):
+//     strictly, or as Cilium's own CRDs do,
 //   - adding the extra served versions listed in extraVersions.
 //
 // Cilium serves some CRDs under more than one version with the same schema
@@ -33,6 +34,18 @@ import (
 // (io.cilium/bad-service-selector) instead of rejecting it.
 var strictSelectors = map[string]bool{
 	"ciliumloadbalancerippools.cilium.io": true,
+}
+
+// ciliumSelectors lists the CRDs whose label selectors get the schema of
+// Cilium's own ("slim") LabelSelector instead: the operator enum and the
+// label value pattern, no CEL. The BGP CRDs have their selectors inside
+// lists without a size limit (advertisements, families), where the CEL rules
+// of strictSelectors exceed the API server's cost budget; limiting those
+// lists would refuse objects Cilium accepts.
+var ciliumSelectors = map[string]bool{
+	"ciliumbgpclusterconfigs.cilium.io": true,
+	"ciliumbgppeerconfigs.cilium.io":    true,
+	"ciliumbgpadvertisements.cilium.io": true,
 }
 
 // extraVersions maps a CRD name to the versions it is also served under.
@@ -90,8 +103,12 @@ func process(in []byte) ([]byte, error) {
 	}
 	name, _ := crd["metadata"].(map[string]any)["name"].(string)
 	for _, v := range versions {
-		if s, ok := v.(map[string]any)["schema"].(map[string]any); ok && strictSelectors[name] {
-			patchLabelSelectors(s["openAPIV3Schema"])
+		s, ok := v.(map[string]any)["schema"].(map[string]any)
+		switch {
+		case ok && strictSelectors[name]:
+			patchLabelSelectors(s["openAPIV3Schema"], false)
+		case ok && ciliumSelectors[name]:
+			patchLabelSelectors(s["openAPIV3Schema"], true)
 		}
 	}
 

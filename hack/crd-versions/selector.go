@@ -83,23 +83,38 @@ const (
 
 // patchLabelSelectors walks a schema and tightens every object that looks
 // like a metav1.LabelSelector (matchLabels, and matchExpressions with
-// key/operator/values).
-func patchLabelSelectors(node any) {
+// key/operator/values). asCilium gives it only what Cilium's own CRDs have
+// (see ciliumSelector), otherwise every rule of this file.
+func patchLabelSelectors(node any, asCilium bool) {
 	switch n := node.(type) {
 	case map[string]any:
 		if isLabelSelector(n) {
 			props := n["properties"].(map[string]any)
-			patchMatchExpressions(props["matchExpressions"].(map[string]any))
-			patchMatchLabels(props["matchLabels"].(map[string]any))
+			if asCilium {
+				ciliumSelector(props)
+			} else {
+				patchMatchExpressions(props["matchExpressions"].(map[string]any))
+				patchMatchLabels(props["matchLabels"].(map[string]any))
+			}
 		}
 		for _, v := range n {
-			patchLabelSelectors(v)
+			patchLabelSelectors(v, asCilium)
 		}
 	case []any:
 		for _, v := range n {
-			patchLabelSelectors(v)
+			patchLabelSelectors(v, asCilium)
 		}
 	}
+}
+
+// ciliumSelector gives a selector the schema of Cilium's slim LabelSelector:
+// the operator enum and the label value rules on matchLabels values. They
+// cost nothing in the CEL budget, so they fit anywhere.
+func ciliumSelector(props map[string]any) {
+	me := props["matchExpressions"].(map[string]any)
+	op := me["items"].(map[string]any)["properties"].(map[string]any)["operator"].(map[string]any)
+	op["enum"] = operators
+	patchLabelValue(props["matchLabels"].(map[string]any)["additionalProperties"].(map[string]any))
 }
 
 func patchMatchExpressions(me map[string]any) {

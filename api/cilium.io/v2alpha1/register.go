@@ -23,6 +23,18 @@ const (
 	PodIPPoolKind    = "CiliumPodIPPool"
 	PodIPPoolPlural  = "ciliumpodippools"
 	PodIPPoolCRDName = PodIPPoolPlural + "." + GroupName
+
+	// The resources of the BGP control plane: kinds and plurals.
+	BGPClusterConfigKind        = "CiliumBGPClusterConfig"
+	BGPClusterConfigPlural      = "ciliumbgpclusterconfigs"
+	BGPPeerConfigKind           = "CiliumBGPPeerConfig"
+	BGPPeerConfigPlural         = "ciliumbgppeerconfigs"
+	BGPAdvertisementKind        = "CiliumBGPAdvertisement"
+	BGPAdvertisementPlural      = "ciliumbgpadvertisements"
+	BGPNodeConfigOverrideKind   = "CiliumBGPNodeConfigOverride"
+	BGPNodeConfigOverridePlural = "ciliumbgpnodeconfigoverrides"
+	BGPNodeConfigKind           = "CiliumBGPNodeConfig"
+	BGPNodeConfigPlural         = "ciliumbgpnodeconfigs"
 )
 
 // SchemeGroupVersion is the group version used to register these objects.
@@ -54,6 +66,16 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&CiliumL2AnnouncementPolicyList{},
 		&CiliumPodIPPool{},
 		&CiliumPodIPPoolList{},
+		&CiliumBGPClusterConfig{},
+		&CiliumBGPClusterConfigList{},
+		&CiliumBGPPeerConfig{},
+		&CiliumBGPPeerConfigList{},
+		&CiliumBGPAdvertisement{},
+		&CiliumBGPAdvertisementList{},
+		&CiliumBGPNodeConfigOverride{},
+		&CiliumBGPNodeConfigOverrideList{},
+		&CiliumBGPNodeConfig{},
+		&CiliumBGPNodeConfigList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -18,6 +18,16 @@ limitations under the License.
 
 package v2alpha1
 
+type CiliumBGPAdvertisementExpansion interface{}
+
+type CiliumBGPClusterConfigExpansion interface{}
+
+type CiliumBGPNodeConfigExpansion interface{}
+
+type CiliumBGPNodeConfigOverrideExpansion interface{}
+
+type CiliumBGPPeerConfigExpansion interface{}
+
 type CiliumL2AnnouncementPolicyExpansion interface{}
 
 type CiliumLoadBalancerIPPoolExpansion interface{}

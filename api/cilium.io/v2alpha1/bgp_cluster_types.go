@@ -1,0 +1,173 @@
+package v2alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The BGP control plane (v2) resources follow Cilium 1.16's
+// cilium.io/v2alpha1 schema field for field (names, defaults, enums, limits),
+// so that Cilium's BGP manifests apply unchanged; the status conditions of
+// CiliumBGPClusterConfig and CiliumBGPPeerConfig are those Cilium 1.17 added.
+// Herald's additions are marked where they are.
+
+// CiliumBGPClusterConfig says which nodes run BGP, with which local ASN, and
+// which peers they connect to. The agent turns it into one CiliumBGPNodeConfig
+// per selected node.
+//
+// +genclient
+// +genclient:nonNamespaced
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:categories={cilium,ciliumbgp},singular="ciliumbgpclusterconfig",path="ciliumbgpclusterconfigs",scope="Cluster",shortName={cbgpcluster}
+// +kubebuilder:printcolumn:JSONPath=".metadata.creationTimestamp",name="Age",type=date
+// +kubebuilder:subresource:status
+// +kubebuilder:storageversion
+type CiliumBGPClusterConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+
+	// Spec holds the node selector and the BGP instances of the selected nodes.
+	//
+	// +kubebuilder:validation:Required
+	Spec CiliumBGPClusterConfigSpec `json:"spec"`
+
+	// Status reports problems found with this configuration.
+	//
+	// +kubebuilder:validation:Optional
+	Status CiliumBGPClusterConfigStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// CiliumBGPClusterConfigList is a list of CiliumBGPClusterConfig objects.
+type CiliumBGPClusterConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+
+	// Items is the list of cluster configurations.
+	Items []CiliumBGPClusterConfig `json:"items"`
+}
+
+// CiliumBGPClusterConfigSpec is the desired BGP setup of a group of nodes.
+type CiliumBGPClusterConfigSpec struct {
+	// NodeSelector picks the nodes this configuration applies to; without
+	// one it applies to every node.
+	//
+	// +kubebuilder:validation:Optional
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+
+	// BGPInstances are the BGP routers each selected node runs.
+	//
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	BGPInstances []CiliumBGPInstance `json:"bgpInstances"`
+}
+
+// CiliumBGPInstance is one BGP router: its ASN and its peers.
+type CiliumBGPInstance struct {
+	// Name identifies the instance within the configuration.
+	//
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	Name string `json:"name"`
+
+	// LocalASN is the instance's own AS number (32-bit ASNs allowed).
+	//
+	// +kubebuilder:validation:Optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4294967295
+	LocalASN *int64 `json:"localASN,omitempty"`
+
+	// Peers are the BGP neighbours of the instance.
+	//
+	// +kubebuilder:validation:Optional
+	// +listType=map
+	// +listMapKey=name
+	Peers []CiliumBGPPeer `json:"peers,omitempty"`
+}
+
+// CiliumBGPPeer is one BGP neighbour of an instance.
+type CiliumBGPPeer struct {
+	// Name identifies the peer within its instance.
+	//
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	Name string `json:"name"`
+
+	// PeerAddress is the neighbour's IPv4 or IPv6 address.
+	//
+	// +kubebuilder:validation:Optional
+	// +kubebuilder:validation:Pattern=`((^\s*((([0-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-5])\.){3}([0-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-5]))\s*$)|(^\s*((([0-9A-Fa-f]{1,4}:){7}([0-9A-Fa-f]{1,4}|:))|(([0-9A-Fa-f]{1,4}:){6}(:[0-9A-Fa-f]{1,4}|((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3})|:))|(([0-9A-Fa-f]{1,4}:){5}(((:[0-9A-Fa-f]{1,4}){1,2})|:((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3})|:))|(([0-9A-Fa-f]{1,4}:){4}(((:[0-9A-Fa-f]{1,4}){1,3})|((:[0-9A-Fa-f]{1,4})?:((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}))|:))|(([0-9A-Fa-f]{1,4}:){3}(((:[0-9A-Fa-f]{1,4}){1,4})|((:[0-9A-Fa-f]{1,4}){0,2}:((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}))|:))|(([0-9A-Fa-f]{1,4}:){2}(((:[0-9A-Fa-f]{1,4}){1,5})|((:[0-9A-Fa-f]{1,4}){0,3}:((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}))|:))|(([0-9A-Fa-f]{1,4}:){1}(((:[0-9A-Fa-f]{1,4}){1,6})|((:[0-9A-Fa-f]{1,4}){0,4}:((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}))|:))|(:(((:[0-9A-Fa-f]{1,4}){1,7})|((:[0-9A-Fa-f]{1,4}){0,5}:((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}))|:)))(%.+)?\s*$))`
+	PeerAddress *string `json:"peerAddress,omitempty"`
+
+	// PeerASN is the neighbour's AS number (32-bit ASNs allowed).
+	//
+	// +kubebuilder:validation:Optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4294967295
+	PeerASN *int64 `json:"peerASN,omitempty"`
+
+	// PeerConfigRef names the CiliumBGPPeerConfig with the session's
+	// transport, timers, authentication and families; without one the
+	// defaults apply.
+	//
+	// +kubebuilder:validation:Optional
+	PeerConfigRef *PeerConfigReference `json:"peerConfigRef,omitempty"`
+}
+
+// PeerConfigReference points at a peer configuration, in practice a
+// CiliumBGPPeerConfig.
+type PeerConfigReference struct {
+	// Group of the referenced object.
+	//
+	// +kubebuilder:validation:Optional
+	// +kubebuilder:default="cilium.io"
+	Group string `json:"group"`
+
+	// Kind of the referenced object.
+	//
+	// +kubebuilder:validation:Optional
+	// +kubebuilder:default="CiliumBGPPeerConfig"
+	Kind string `json:"kind"`
+
+	// Name of the referenced object.
+	//
+	// +kubebuilder:validation:Required
+	Name string `json:"name"`
+}
+
+// CiliumBGPClusterConfigStatus holds the configuration's conditions.
+type CiliumBGPClusterConfigStatus struct {
+	// Conditions: cilium.io/NoMatchingNode, cilium.io/MissingPeerConfigs and
+	// cilium.io/ConflictingClusterConfig.
+	//
+	// +kubebuilder:validation:Optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Condition types of CiliumBGPClusterConfig.
+const (
+	// BGPClusterConfigConditionNoMatchingNode is true when the node selector
+	// selects no node.
+	BGPClusterConfigConditionNoMatchingNode = "cilium.io/NoMatchingNode"
+	// BGPClusterConfigConditionMissingPeerConfigs is true when a peer refers
+	// to a CiliumBGPPeerConfig that does not exist.
+	BGPClusterConfigConditionMissingPeerConfigs = "cilium.io/MissingPeerConfigs"
+	// BGPClusterConfigConditionConflictingClusterConfigs is true when another
+	// CiliumBGPClusterConfig selects some of the same nodes.
+	BGPClusterConfigConditionConflictingClusterConfigs = "cilium.io/ConflictingClusterConfig"
+)
+
+// AllBGPClusterConfigConditions lists the condition types above, e.g. for
+// removing conditions that no longer apply.
+var AllBGPClusterConfigConditions = []string{
+	BGPClusterConfigConditionNoMatchingNode,
+	BGPClusterConfigConditionMissingPeerConfigs,
+	BGPClusterConfigConditionConflictingClusterConfigs,
+}
