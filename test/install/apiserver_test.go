@@ -142,6 +142,10 @@ func TestServerSideDryRun(t *testing.T) {
 				t.Fatal("nothing rendered")
 			}
 			for _, obj := range r.objects {
+				// The BGP secrets namespace (overrides) is the user's to create, as in Cilium.
+				if n := obj.GetNamespace(); n != "" && n != ns {
+					ensureNamespace(t, c, n)
+				}
 				ri := resourceFor(t, c, dyn, obj)
 				_, err := ri.Create(context.Background(), obj, metav1.CreateOptions{
 					DryRun:          []string{metav1.DryRunAll},
@@ -222,6 +226,10 @@ var multiPoolRelease = []string{"nameOverride=herald-mp", "ipam.mode=multi-pool"
 // default) under another name.
 var l2Release = []string{"nameOverride=herald-l2", "l2announcements.enabled=true"}
 
+// bgpRelease renders the chart with the BGP control plane under another
+// name; its secrets namespace is the default, kube-system.
+var bgpRelease = []string{"nameOverride=herald-bgp", "bgpControlPlane.enabled=true"}
+
 const agentUser = "system:serviceaccount:kube-system:herald"
 
 // TestRBACGrants asks the API server (SubjectAccessReview) what the chart's
@@ -232,6 +240,7 @@ func TestRBACGrants(t *testing.T) {
 	installRBAC(t, c, dyn)
 	installRBAC(t, c, dyn, multiPoolRelease...)
 	installRBAC(t, c, dyn, l2Release...)
+	installRBAC(t, c, dyn, bgpRelease...)
 
 	type access struct {
 		verb, group, resource, subresource, namespace string
@@ -264,6 +273,9 @@ func TestRBACGrants(t *testing.T) {
 		{"update", "cilium.io", "ciliumpodippools", "", ""},
 		// Only with L2 announcements on (externalTrafficPolicy Local).
 		{"list", "discovery.k8s.io", "endpointslices", "", ""},
+		// Only with the BGP control plane on.
+		{"list", "cilium.io", "ciliumbgpclusterconfigs", "", ""}, {"create", "cilium.io", "ciliumbgpnodeconfigs", "", ""},
+		{"patch", "cilium.io", "ciliumbgpadvertisements", "status", ""},
 	}
 	// Multi-pool IPAM: pools, CiliumNodes, this node's Pods and Namespaces.
 	multiPool := []access{
@@ -334,6 +346,36 @@ func TestRBACGrants(t *testing.T) {
 		{"update", "", "secrets/herald-l2-peers", "", "kube-system"}, {"create", "", "secrets", "", "default"},
 	} {
 		check(l2, a, false)
+	}
+
+	// The BGP control plane: its resources, what it writes, and the Secrets
+	// of its secrets namespace (kube-system), read only.
+	bgp := agentUser + "-bgp"
+	for _, res := range []string{"ciliumbgpclusterconfigs", "ciliumbgppeerconfigs", "ciliumbgpadvertisements", "ciliumbgpnodeconfigoverrides", "ciliumbgpnodeconfigs"} {
+		for _, verb := range []string{"get", "list", "watch"} {
+			check(bgp, access{verb, "cilium.io", res, "", ""}, true)
+		}
+	}
+	for _, a := range []access{
+		{"update", "cilium.io", "ciliumbgpclusterconfigs", "status", ""}, {"patch", "cilium.io", "ciliumbgpclusterconfigs", "status", ""},
+		{"update", "cilium.io", "ciliumbgppeerconfigs", "status", ""}, {"patch", "cilium.io", "ciliumbgppeerconfigs", "status", ""},
+		{"update", "cilium.io", "ciliumbgpadvertisements", "status", ""}, {"patch", "cilium.io", "ciliumbgpadvertisements", "status", ""},
+		{"create", "cilium.io", "ciliumbgpnodeconfigs", "", ""}, {"update", "cilium.io", "ciliumbgpnodeconfigs", "", ""},
+		{"patch", "cilium.io", "ciliumbgpnodeconfigs", "", ""}, {"delete", "cilium.io", "ciliumbgpnodeconfigs", "", ""},
+		{"update", "cilium.io", "ciliumbgpnodeconfigs", "status", ""}, {"patch", "cilium.io", "ciliumbgpnodeconfigs", "status", ""},
+		{"get", "", "secrets/bgp-auth-secret", "", "kube-system"}, {"list", "", "secrets", "", "kube-system"},
+		{"watch", "", "secrets", "", "kube-system"},
+	} {
+		check(bgp, a, true)
+	}
+	for _, a := range []access{
+		{"create", "cilium.io", "ciliumbgpclusterconfigs", "", ""}, {"update", "cilium.io", "ciliumbgpclusterconfigs", "", ""},
+		{"patch", "cilium.io", "ciliumbgppeerconfigs", "", ""}, {"delete", "cilium.io", "ciliumbgpadvertisements", "", ""},
+		{"create", "cilium.io", "ciliumbgpnodeconfigoverrides", "", ""}, {"patch", "cilium.io", "ciliumbgpnodeconfigoverrides", "status", ""},
+		{"list", "", "secrets", "", "default"}, {"update", "", "secrets/bgp-auth-secret", "", "kube-system"},
+		{"create", "", "secrets", "", "kube-system"},
+	} {
+		check(bgp, a, false)
 	}
 }
 

@@ -155,13 +155,26 @@ func TestEveryFlagIsAKey(t *testing.T) {
 				}
 			}
 			for _, k := range got {
-				if !slices.Contains(want, k) {
+				if !slices.Contains(want, k) && !slices.Contains(pendingAgentFlags, k) {
 					t.Errorf("ConfigMap %s key %q is not a herald-agent flag (the agent refuses to start on it)", cm.Name, k)
+				}
+			}
+			for _, k := range pendingAgentFlags {
+				if slices.Contains(agentFlags, k) {
+					t.Errorf("herald-agent has the flag --%s now: remove it from pendingAgentFlags", k)
 				}
 			}
 		})
 	}
 }
+
+// pendingAgentFlags are ConfigMap keys of a feature whose herald-agent
+// flags are still to come: the chart writes them only when the feature is
+// enabled (bgp-secrets-namespace, with bgpControlPlane.enabled), so that
+// the default ConfigMap works with today's agent. The tests check their
+// values but do not hand them to the agent; once it has the flag,
+// TestEveryFlagIsAKey says to remove it from here.
+var pendingAgentFlags = []string{"bgp-secrets-namespace"}
 
 // overrides set every option to something else than its default.
 var overrides = helmrender.Options{
@@ -181,6 +194,7 @@ var overrides = helmrender.Options{
 		"ipv4.enabled=false",
 		"ipv6.enabled=true",
 		"bgpControlPlane.enabled=true",
+		"bgpControlPlane.secretsNamespace.name=bgp-secrets",
 		"devices={eth0,eno[0-9]+}",
 		"bpf.root=/run/herald/bpf",
 		"dbg.socket=/run/herald-dbg/agent.sock",
@@ -214,6 +228,7 @@ var wantOverridden = map[string]string{
 	"default-lb-service-ipam":         "none",
 	"devices":                         "eth0,eno[0-9]+",
 	"enable-bgp-control-plane":        "true",
+	"bgp-secrets-namespace":           "bgp-secrets",
 	"enable-ipv4":                     "false",
 	"enable-ipv6":                     "true",
 	"enable-l2-announcements":         "true",
@@ -327,6 +342,9 @@ func TestConfigMap(t *testing.T) {
 			// What the agent makes of it.
 			dir := t.TempDir()
 			for k, v := range cm.Data {
+				if slices.Contains(pendingAgentFlags, k) {
+					continue
+				}
 				if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -490,6 +508,9 @@ func TestDaemonSet(t *testing.T) {
 		t.Error("dbg.hostPath=true: no hostPath /run/herald-dbg")
 	}
 	for _, o := range ro.objects {
+		if o.GetName() == "herald-bgp-secrets" && o.GetNamespace() == "bgp-secrets" {
+			continue // the Secrets of BGP peers have a namespace of their own
+		}
 		if ns := o.GetNamespace(); ns != "" && ns != "herald" {
 			t.Errorf("%s %s in namespace %s, release namespace is herald", o.GetKind(), o.GetName(), ns)
 		}
@@ -580,6 +601,70 @@ func TestRBAC(t *testing.T) {
 	}
 	if role.Namespace != "kube-system" {
 		t.Errorf("Role in %s", role.Namespace)
+	}
+
+	// With the BGP control plane, and only then: its resources, and the
+	// Secrets of its secrets namespace through a Role of its own there.
+	rb := render(t, helmrender.Options{Set: []string{"bgpControlPlane.enabled=true", "bgpControlPlane.secretsNamespace.name=bgp-secrets"}})
+	var crBGP rbacv1.ClusterRole
+	rb.typed(t, "ClusterRole", &crBGP)
+	bgpRead := []string{"ciliumbgpadvertisements", "ciliumbgpclusterconfigs", "ciliumbgpnodeconfigoverrides", "ciliumbgpnodeconfigs", "ciliumbgppeerconfigs"}
+	var wantBGP []grant
+	for _, res := range bgpRead {
+		wantBGP = append(wantBGP, gvs("cilium.io", res, "get", "list", "watch")...)
+	}
+	for _, res := range []string{"ciliumbgpadvertisements/status", "ciliumbgpclusterconfigs/status", "ciliumbgppeerconfigs/status"} {
+		wantBGP = append(wantBGP, gvs("cilium.io", res, "update", "patch")...)
+	}
+	for _, res := range []string{"ciliumbgpnodeconfigs", "ciliumbgpnodeconfigs/status"} {
+		wantBGP = append(wantBGP, gvs("cilium.io", res, "create", "update", "patch", "delete")...)
+	}
+	wantBGP = slices.Concat(wantCluster, wantBGP)
+	slices.SortFunc(wantBGP, func(a, b grant) int {
+		return strings.Compare(a.group+"/"+a.resource+"/"+a.verb, b.group+"/"+b.resource+"/"+b.verb)
+	})
+	if got := flatten(crBGP.Rules); !reflect.DeepEqual(got, wantBGP) {
+		t.Errorf("ClusterRole grants with BGP\n%v\nwant\n%v", got, wantBGP)
+	}
+	var secretsRole *rbacv1.Role
+	var secretsBinding *rbacv1.RoleBinding
+	for _, o := range rb.objects {
+		if o.GetName() != "herald-bgp-secrets" {
+			continue
+		}
+		b, err := yaml.Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch o.GetKind() {
+		case "Role":
+			secretsRole = &rbacv1.Role{}
+			err = yaml.UnmarshalStrict(b, secretsRole)
+		case "RoleBinding":
+			secretsBinding = &rbacv1.RoleBinding{}
+			err = yaml.UnmarshalStrict(b, secretsBinding)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if secretsRole == nil || secretsBinding == nil {
+		t.Fatalf("BGP: no Role and RoleBinding herald-bgp-secrets")
+	}
+	if got, want := flatten(secretsRole.Rules), gvs("", "secrets", "get", "list", "watch"); secretsRole.Namespace != "bgp-secrets" || !reflect.DeepEqual(got, want) {
+		t.Errorf("BGP secrets Role in %s grants %v, want bgp-secrets and %v", secretsRole.Namespace, got, want)
+	}
+	if b := secretsBinding; b.Namespace != "bgp-secrets" || b.RoleRef.Name != secretsRole.Name ||
+		len(b.Subjects) != 1 || b.Subjects[0].Name != "herald" || b.Subjects[0].Namespace != "kube-system" {
+		t.Errorf("BGP secrets RoleBinding %+v", b)
+	}
+	for _, o := range r.objects {
+		if strings.Contains(o.GetName(), "bgp") {
+			t.Errorf("BGP disabled, yet %s %s", o.GetKind(), o.GetName())
+		}
+	}
+	if _, ok := r.configMap(t).Data["bgp-secrets-namespace"]; ok {
+		t.Error("BGP disabled, yet the ConfigMap has bgp-secrets-namespace")
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 // The server-side printer shows the first value a column's JSONPath finds:
 // Peer and State are those of the first peer of the first instance that has
 // any. `kubectl get ciliumbgpnodeconfigs -o custom-columns` (client-side)
-// lists every peer, see Documentation.
+// lists every peer, see Documentation/install.md.
 //
 // +genclient
 // +genclient:nonNamespaced
