@@ -4,7 +4,10 @@
 #     for the eBPF datapath (bpf/): clang, llvm, libbpf-dev (to regenerate the
 #     BPF objects), iputils-arping, ndisc6, tcpdump, bpftool (to test and inspect it);
 #     iptables, nftables, conntrack for kube-proxy; qemu-system-x86, cpio for
-#     running the eBPF tests on older kernels (hack/kernel-check.sh)
+#     running the eBPF tests on older kernels (hack/kernel-check.sh);
+#     frr (zebra, bgpd, vtysh in /usr/lib/frr, /usr/bin) as the BGP router of
+#     the BGP tests (test/frr), which run their own instances: the package's
+#     frr service is kept from starting and disabled
 #   - kube-apiserver, the current version (v1.34.2, built from install/dev/tools)
 #     and the oldest supported one (v1.31.14, from install/dev/tools-v1.31),
 #     into ${HERALD_CACHE:-$HOME/.cache/herald}/kube-apiserver-<version>, and
@@ -26,7 +29,7 @@ die() { echo "ensure-tools: ERROR: $*" >&2; exit 1; }
 # ---------------------------------------------------------------------------
 # Debian packages
 # ---------------------------------------------------------------------------
-packages=(etcd-server iproute2 openssl curl jq clang llvm libbpf-dev iputils-arping iputils-ping ndisc6 tcpdump bpftool iptables nftables conntrack qemu-system-x86 cpio)
+packages=(etcd-server iproute2 openssl curl jq clang llvm libbpf-dev iputils-arping iputils-ping ndisc6 tcpdump bpftool iptables nftables conntrack qemu-system-x86 cpio frr)
 missing=()
 for p in "${packages[@]}"; do
 	status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
@@ -44,10 +47,12 @@ else
 	fi
 
 	# The etcd-server package ships its own etcd service (systemd unit and
-	# init script) listening on 127.0.0.1:2379. The dev clusters run their own
-	# etcd, so keep the package's service from starting: a policy-rc.d that
-	# denies service starts during the install (only if none exists), and the
-	# unit disabled afterwards on machines that run systemd.
+	# init script) listening on 127.0.0.1:2379, the frr package its frr
+	# service (zebra, bgpd, ... in the root namespace). The dev clusters run
+	# their own etcd, the BGP tests their own FRR in test namespaces, so keep
+	# the packages' services from starting: a policy-rc.d that denies
+	# service starts during the install (only if none exists), and the units
+	# disabled afterwards on machines that run systemd.
 	policy=/usr/sbin/policy-rc.d
 	own_policy=0
 	if [[ ! -e "$policy" ]]; then
@@ -86,9 +91,18 @@ else
 			"${sudo[@]}" update-rc.d etcd disable >/dev/null 2>&1 || true
 		fi
 	fi
+	if [[ " ${missing[*]} " == *" frr "* ]]; then
+		log "disabling the frr package's own frr service"
+		if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null; then
+			"${sudo[@]}" systemctl disable --now frr.service >/dev/null 2>&1 || true
+		elif command -v update-rc.d >/dev/null; then
+			"${sudo[@]}" update-rc.d frr disable >/dev/null 2>&1 || true
+		fi
+	fi
 	log "packages installed"
 fi
 [[ -x /usr/bin/etcd ]] || die "/usr/bin/etcd missing after installing etcd-server"
+[[ -x /usr/lib/frr/bgpd && -x /usr/lib/frr/zebra && -x /usr/bin/vtysh ]] || die "FRR (/usr/lib/frr/bgpd, zebra, /usr/bin/vtysh) missing after installing frr"
 
 # ---------------------------------------------------------------------------
 # kube-apiserver: the current version and the oldest supported one;
