@@ -4,38 +4,31 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
-	"github.com/heraldlb/herald/test/cluster"
-	"github.com/heraldlb/herald/test/netlab"
+	"github.com/heraldlb/herald/test/backends"
 )
 
 // The traffic path a cluster without Cilium has: the client resolves the
 // VIP to the owner's MAC (Herald), the owner's kube-proxy DNATs the
 // connection to a backend, on its node or another. Each node has one pod
-// (a namespace behind it, test/netlab) running httpecho on port 8080, and
-// runs the real kube-proxy (iptables mode) in its namespace. Services are
-// selector-less, with EndpointSlices made here: there is no
-// kube-controller-manager.
+// running httpecho on port 8080 and runs the real kube-proxy (iptables
+// mode), see test/backends. Services are selector-less, with
+// EndpointSlices made here: there is no kube-controller-manager.
 
 const backendPort = 8080
 
 var (
 	trafficOnce sync.Once
 	trafficErr  error
-	pods        = map[*node]*netlab.Pod{}
+	traffic     *backends.Backends
 )
 
 // ensureTraffic sets up the pods, their backends and kube-proxy on every
@@ -49,40 +42,26 @@ func ensureTraffic(t testing.TB) {
 }
 
 func setupTraffic() error {
-	bin := filepath.Join(workDir, "bin", "httpecho")
-	build := exec.Command("go", "build", "-o", bin, "./test/netlab/cmd/httpecho")
-	build.Dir = cluster.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building httpecho: %w\n%s", err, out)
-	}
+	names := make([]string, len(nodes))
 	for i, n := range nodes {
-		p, err := lan.AddPod(n.Name, fmt.Sprintf("pod%d", i+1),
-			netip.MustParsePrefix(fmt.Sprintf("198.18.%d.0/24", 11+i)),
-			netip.MustParsePrefix(fmt.Sprintf("fd00:18:0:%d::/64", 11+i)))
-		if err != nil {
-			return err
-		}
-		pods[n] = p
-		logf, err := os.Create(filepath.Join(workDir, n.Name, "httpecho.log"))
-		if err != nil {
-			return err
-		}
-		echo := exec.Command("ip", "netns", "exec", p.Netns, bin, "-listen", fmt.Sprintf(":%d", backendPort), "-name", "pod-"+n.Name)
-		echo.Stdout, echo.Stderr = logf, logf
-		if err := echo.Start(); err != nil {
-			logf.Close()
-			return err
-		}
-		atTeardown(func() { _ = echo.Process.Kill(); _ = echo.Wait(); logf.Close() })
-
-		kp, err := testCluster.StartKubeProxy(cluster.KubeProxyOptions{
-			Netns: n.host.Netns, Node: n.Name, HealthzIP: n.host.IP.String(), Dir: filepath.Join(workDir, n.Name),
-		})
-		if err != nil {
-			return err
-		}
-		atTeardown(func() { _ = kp.Stop() })
+		names[i] = n.Name
 	}
+	b, err := backends.Start(backends.Options{
+		Cluster: testCluster,
+		LAN:     lan,
+		WorkDir: workDir,
+		Nodes:   names,
+		PodNet: func(i int) (netip.Prefix, netip.Prefix) {
+			return netip.MustParsePrefix(fmt.Sprintf("198.18.%d.0/24", 11+i)),
+				netip.MustParsePrefix(fmt.Sprintf("fd00:18:0:%d::/64", 11+i))
+		},
+		Port: backendPort,
+	})
+	if err != nil {
+		return err
+	}
+	traffic = b
+	atTeardown(b.Stop)
 	return nil
 }
 
@@ -104,54 +83,18 @@ func (s *scenario) createBackedService(name string, family corev1.IPFamily, edit
 // nodes, ready (creating it the first time).
 func (s *scenario) setEndpoints(name string, family corev1.IPFamily, on ...*node) {
 	s.t.Helper()
-	addrType := discoveryv1.AddressTypeIPv4
-	if family == corev1.IPv6Protocol {
-		addrType = discoveryv1.AddressTypeIPv6
+	names := make([]string, len(on))
+	for i, n := range on {
+		names[i] = n.Name
 	}
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:   name + "-pods",
-			Labels: map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "herald-test"},
-		},
-		AddressType: addrType,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(backendPort)), Protocol: ptr.To(corev1.ProtocolTCP)}},
-		Endpoints:   []discoveryv1.Endpoint{},
-	}
-	for _, n := range on {
-		ip := pods[n].IP
-		if family == corev1.IPv6Protocol {
-			ip = pods[n].IP6
-		}
-		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
-			Addresses:  []string{ip.String()},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
-			NodeName:   ptr.To(n.Name),
-		})
-	}
-	ctx := context.Background()
-	api := kube.DiscoveryV1().EndpointSlices(s.ns)
-	cur, err := api.Get(ctx, slice.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		_, err = api.Create(ctx, slice, metav1.CreateOptions{})
-	case err == nil:
-		slice.ResourceVersion = cur.ResourceVersion
-		_, err = api.Update(ctx, slice, metav1.UpdateOptions{})
-	}
-	if err != nil {
-		s.t.Fatalf("writing EndpointSlice %s/%s: %v", s.ns, slice.Name, err)
+	if err := traffic.SetEndpoints(context.Background(), kube, s.ns, name, family, names...); err != nil {
+		s.t.Fatal(err)
 	}
 }
 
 // curl fetches http://vip/ from the client namespace with the real curl.
 func curl(vip netip.Addr, timeout time.Duration) (string, error) {
-	host := vip.String()
-	if vip.Is6() {
-		host = "[" + host + "]"
-	}
-	out, err := exec.Command("ip", "netns", "exec", clientHost.Netns, "curl", "-sS", "-g",
-		"--max-time", fmt.Sprintf("%.1f", timeout.Seconds()), "http://"+host+"/").CombinedOutput()
-	return strings.TrimSpace(string(out)), err
+	return backends.Curl(clientHost.Netns, vip, timeout)
 }
 
 // waitServed waits until a request to vip reaches a backend and returns
@@ -162,7 +105,8 @@ func waitServed(t testing.TB, vip netip.Addr) string {
 	waitFor(t, func() (bool, string) {
 		var err error
 		out, err = curl(vip, time.Second)
-		return err == nil && strings.HasPrefix(out, "pod-"), fmt.Sprintf("curl http://%s/: %v %q", vip, err, out)
+		_, served := backends.ServedBy(out)
+		return err == nil && served, fmt.Sprintf("curl http://%s/: %v %q", vip, err, out)
 	})
 	return out
 }
@@ -170,21 +114,22 @@ func waitServed(t testing.TB, vip netip.Addr) string {
 // expectServed waits until a request to vip reaches a backend (kube-proxy
 // programs the VIP a moment after it appears in the Service's status),
 // then curls it a few more times: each request must reach a backend. It
-// returns the backends that answered.
+// returns the nodes whose pods answered.
 func expectServed(t testing.TB, vip netip.Addr) []string {
 	t.Helper()
 	waitServed(t, vip)
 	seen := map[string]bool{}
 	for range 6 {
 		out, err := curl(vip, 3*time.Second)
-		if err != nil || !strings.HasPrefix(out, "pod-") {
+		n, served := backends.ServedBy(out)
+		if err != nil || !served {
 			t.Fatalf("curl http://%s/ from the client: %v: %q", vip, err, out)
 		}
-		seen[strings.SplitN(out, ":", 2)[0]] = true
+		seen[n] = true
 	}
 	var out []string
-	for b := range seen {
-		out = append(out, b)
+	for n := range seen {
+		out = append(out, n)
 	}
 	return out
 }
@@ -263,9 +208,9 @@ func TestExternalTrafficPolicyLocal(t *testing.T) {
 
 	clientSeen := func(want *node) {
 		t.Helper()
-		for _, b := range expectServed(t, vip) {
-			if b != "pod-"+want.Name {
-				t.Fatalf("with externalTrafficPolicy Local, %s's pod served, want only %s's", b, want.Name)
+		for _, n := range expectServed(t, vip) {
+			if n != want.Name {
+				t.Fatalf("with externalTrafficPolicy Local, %s's pod served, want only %s's", n, want.Name)
 			}
 		}
 		out, err := curl(vip, 3*time.Second)
