@@ -25,6 +25,9 @@ type Node struct {
 	Labels            map[string]string `json:"labels,omitempty"`
 	// InternalIPs are the Node's InternalIP addresses, in order.
 	InternalIPs []netip.Addr `json:"internalIPs,omitempty"`
+	// PodCIDRs are spec.podCIDRs (Kubernetes IPAM), which BGP advertises
+	// for a PodCIDR advertisement.
+	PodCIDRs []netip.Prefix `json:"podCIDRs,omitempty"`
 }
 
 // InternalIP returns the Node's first InternalIP of the family.
@@ -73,6 +76,11 @@ func NodeFromK8s(n *corev1.Node) *Node {
 	row := &Node{
 		Name: n.Name, UID: string(n.UID), ResourceVersion: n.ResourceVersion,
 		CreationTimestamp: n.CreationTimestamp.Time, Labels: maps(n.Labels),
+	}
+	for _, c := range n.Spec.PodCIDRs {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			row.PodCIDRs = append(row.PodCIDRs, p.Masked())
+		}
 	}
 	for _, a := range n.Status.Addresses {
 		if a.Type != corev1.NodeInternalIP {

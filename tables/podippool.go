@@ -39,6 +39,8 @@ type PodIPPool struct {
 	// from it and it goes once nodes released theirs.
 	Deleting   bool     `json:"deleting,omitempty"`
 	Finalizers []string `json:"finalizers,omitempty"`
+	// Labels are what BGP advertisements of type CiliumPodIPPool select.
+	Labels map[string]string `json:"labels,omitempty"`
 
 	IPv4 *PodPoolFamily `json:"ipv4,omitempty"`
 	IPv6 *PodPoolFamily `json:"ipv6,omitempty"`
@@ -133,7 +135,7 @@ func PodIPPoolFromK8s(p *v2alpha1.CiliumPodIPPool) *PodIPPool {
 	out := &PodIPPool{
 		Name: p.Name, UID: string(p.UID), ResourceVersion: p.ResourceVersion, Generation: p.Generation,
 		CreationTimestamp: p.CreationTimestamp.Time, Deleting: p.DeletionTimestamp != nil,
-		Finalizers: slices.Clone(p.Finalizers), Conditions: slices.Clone(p.Status.Conditions),
+		Finalizers: slices.Clone(p.Finalizers), Labels: maps(p.Labels), Conditions: slices.Clone(p.Status.Conditions),
 		StatusIPv4: familyStatusFromK8s(p.Status.IPv4), StatusIPv6: familyStatusFromK8s(p.Status.IPv6),
 	}
 	if s := p.Spec.IPv4; s != nil {

@@ -47,6 +47,11 @@ type Service struct {
 	ExternalTrafficPolicy string            `json:"externalTrafficPolicy,omitempty"`
 	PodSelector           map[string]string `json:"podSelector,omitempty"`
 	ExternalIPs           []netip.Addr      `json:"externalIPs,omitempty"`
+	// ClusterIPs are spec.clusterIPs ("None" for a headless Service is
+	// left out); InternalTrafficPolicy is "Cluster" or "Local". BGP
+	// advertises ClusterIPs when asked.
+	ClusterIPs            []netip.Addr `json:"clusterIPs,omitempty"`
+	InternalTrafficPolicy string       `json:"internalTrafficPolicy,omitempty"`
 
 	// Requests parsed from annotations and spec.loadBalancerIP.
 	Annotations LBAnnotations `json:"annotations"`
@@ -171,6 +176,14 @@ func ServiceFromK8s(svc *corev1.Service) *Service {
 			proto = string(corev1.ProtocolTCP)
 		}
 		s.Ports = append(s.Ports, PortProto{Port: p.Port, Protocol: proto})
+	}
+	if svc.Spec.InternalTrafficPolicy != nil {
+		s.InternalTrafficPolicy = string(*svc.Spec.InternalTrafficPolicy)
+	}
+	for _, ip := range svc.Spec.ClusterIPs {
+		if a, err := netip.ParseAddr(ip); err == nil {
+			s.ClusterIPs = append(s.ClusterIPs, a.Unmap())
+		}
 	}
 	for _, ip := range svc.Spec.ExternalIPs {
 		if a, err := netip.ParseAddr(ip); err == nil {

@@ -1,0 +1,28 @@
+package tables
+
+// Conditions Herald sets on the BGP resources besides Cilium's
+// (cilium.io/NoMatchingNode, cilium.io/MissingPeerConfigs,
+// cilium.io/ConflictingClusterConfig, cilium.io/MissingAuthSecret).
+const (
+	// ConditionBGPInvalidSpec is True on a cluster config, peer config or
+	// advertisement with a field Herald cannot use (a selector that does
+	// not parse, a community, contradicting timers); the message names it.
+	ConditionBGPInvalidSpec = "cilium.io/InvalidSpec"
+	// ConditionBGPInstancesRunning is True on a CiliumBGPNodeConfig when
+	// every instance the node should run runs.
+	ConditionBGPInstancesRunning = "cilium.io/InstancesRunning"
+	// ConditionBGPPeersEstablished is True on a CiliumBGPNodeConfig when
+	// every peer of its instances is configured and its session is
+	// established; the message names the others and why.
+	ConditionBGPPeersEstablished = "cilium.io/PeersEstablished"
+)
+
+// Reasons of the BGP conditions.
+const (
+	ReasonBGPOK             = "OK"
+	ReasonBGPProblem        = "Problem"
+	ReasonBGPNotEstablished = "SessionsNotEstablished"
+	ReasonBGPNotConfigured  = "PeersNotConfigured"
+	ReasonBGPInstanceErrors = "InstanceErrors"
+	ReasonBGPNoInstances    = "NoInstances"
+)

@@ -1,0 +1,369 @@
+package tables
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/cilium/statedb"
+	"github.com/cilium/statedb/index"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// The tables of the BGP control plane's resources, reflected as they are:
+// the bgp-desired cell joins them.
+const (
+	BGPClusterConfigsTableName = "bgp-cluster-configs"
+	BGPPeerConfigsTableName    = "bgp-peer-configs"
+	BGPAdvertisementsTableName = "bgp-advertisements"
+	BGPNodeOverridesTableName  = "bgp-node-overrides"
+)
+
+// The values of the BGP resources' enums Herald acts on.
+const (
+	BGPAFIIPv4     = "ipv4"
+	BGPAFIIPv6     = "ipv6"
+	BGPSAFIUnicast = "unicast"
+
+	BGPAdvertPodCIDR         = "PodCIDR"
+	BGPAdvertCiliumPodIPPool = "CiliumPodIPPool"
+	BGPAdvertService         = "Service"
+
+	BGPAddressLoadBalancerIP = "LoadBalancerIP"
+	BGPAddressClusterIP      = "ClusterIP"
+	BGPAddressExternalIP     = "ExternalIP"
+)
+
+// BGPClusterConfig is a CiliumBGPClusterConfig: which nodes run which BGP
+// instances, and their peers.
+type BGPClusterConfig struct {
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+	Generation int64  `json:"generation"`
+
+	NodeSelector      *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+	NodeSelectorError string                `json:"nodeSelectorError,omitempty"`
+	Instances         []BGPInstanceSpec     `json:"instances"`
+
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// BGPInstanceSpec is one bgpInstances entry of a cluster config.
+type BGPInstanceSpec struct {
+	Name     string        `json:"name"`
+	LocalASN int64         `json:"localASN"` // 0: not set
+	Peers    []BGPPeerSpec `json:"peers,omitempty"`
+}
+
+// BGPPeerSpec is one peer of an instance. Address is invalid when the
+// peer names none (or one that does not parse: AddressError).
+type BGPPeerSpec struct {
+	Name         string     `json:"name"`
+	Address      netip.Addr `json:"address"`
+	AddressError string     `json:"addressError,omitempty"`
+	ASN          int64      `json:"asn"`
+	// PeerConfig is the CiliumBGPPeerConfig it refers to, "" for the
+	// defaults.
+	PeerConfig string `json:"peerConfig,omitempty"`
+}
+
+// SelectsNode matches the node selector; nil selects every node, a
+// selector that does not parse none.
+func (c *BGPClusterConfig) SelectsNode(nodeLabels map[string]string) bool {
+	return matches(c.NodeSelector, c.NodeSelectorError, true, nodeLabels)
+}
+
+func (c *BGPClusterConfig) TableHeader() []string {
+	return []string{"Name", "NodeSelector", "Instances", "Error"}
+}
+
+func (c *BGPClusterConfig) TableRow() []string {
+	var insts []string
+	for _, i := range c.Instances {
+		var peers []string
+		for _, p := range i.Peers {
+			peers = append(peers, fmt.Sprintf("%s=%s/AS%d", p.Name, addrOrDash(p.Address), p.ASN))
+		}
+		insts = append(insts, fmt.Sprintf("%s(AS%d: %s)", i.Name, i.LocalASN, strings.Join(peers, ",")))
+	}
+	return []string{c.Name, selectorString(c.NodeSelector, "<all>"), dash(strings.Join(insts, " ")), dash(c.NodeSelectorError)}
+}
+
+// BGPPeerConfig is a CiliumBGPPeerConfig with Cilium's defaults filled in.
+type BGPPeerConfig struct {
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+	Generation int64  `json:"generation"`
+
+	PeerPort            int32       `json:"peerPort"`
+	ConnectRetrySeconds int32       `json:"connectRetrySeconds"`
+	HoldTimeSeconds     int32       `json:"holdTimeSeconds"`
+	KeepAliveSeconds    int32       `json:"keepAliveSeconds"`
+	AuthSecret          string      `json:"authSecret,omitempty"`
+	GracefulRestart     bool        `json:"gracefulRestart"`
+	RestartTimeSeconds  int32       `json:"restartTimeSeconds"`
+	EBGPMultihop        int32       `json:"ebgpMultihop"`
+	Families            []BGPFamily `json:"families"`
+	// Errors are fields that do not make sense together (a keepalive not
+	// shorter than the hold time) or selectors that do not parse.
+	Errors []string `json:"errors,omitempty"`
+
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// BGPFamily is an address family of a peer and the advertisements
+// (CiliumBGPAdvertisement objects, by label) sent in it.
+type BGPFamily struct {
+	AFI                 string                `json:"afi"`
+	SAFI                string                `json:"safi"`
+	Advertisements      *metav1.LabelSelector `json:"advertisements,omitempty"`
+	AdvertisementsError string                `json:"advertisementsError,omitempty"`
+}
+
+// SelectsAdvertisement matches the family's advertisement selector; nil
+// selects no advertisement (Cilium's rule: nothing is sent unless asked).
+func (f BGPFamily) SelectsAdvertisement(advLabels map[string]string) bool {
+	return matches(f.Advertisements, f.AdvertisementsError, false, advLabels)
+}
+
+// IPv6 reports whether the family carries IPv6 prefixes.
+func (f BGPFamily) IPv6() bool { return f.AFI == BGPAFIIPv6 }
+
+// Cilium's defaults for a peer without a CiliumBGPPeerConfig, and for the
+// fields a peer config leaves out.
+const (
+	DefaultBGPPeerPort            = 179
+	DefaultBGPConnectRetrySeconds = 120
+	DefaultBGPHoldTimeSeconds     = 90
+	DefaultBGPKeepAliveSeconds    = 30
+	DefaultBGPRestartTimeSeconds  = 120
+	DefaultBGPEBGPMultihop        = 1
+)
+
+// DefaultBGPPeerConfig is what a peer without a peerConfigRef gets: both
+// unicast families, nothing advertised.
+func DefaultBGPPeerConfig() *BGPPeerConfig {
+	return &BGPPeerConfig{
+		PeerPort: DefaultBGPPeerPort, ConnectRetrySeconds: DefaultBGPConnectRetrySeconds,
+		HoldTimeSeconds: DefaultBGPHoldTimeSeconds, KeepAliveSeconds: DefaultBGPKeepAliveSeconds,
+		RestartTimeSeconds: DefaultBGPRestartTimeSeconds, EBGPMultihop: DefaultBGPEBGPMultihop,
+		Families: defaultBGPFamilies(),
+	}
+}
+
+func defaultBGPFamilies() []BGPFamily {
+	return []BGPFamily{
+		{AFI: BGPAFIIPv4, SAFI: BGPSAFIUnicast},
+		{AFI: BGPAFIIPv6, SAFI: BGPSAFIUnicast},
+	}
+}
+
+func (c *BGPPeerConfig) TableHeader() []string {
+	return []string{"Name", "Port", "Timers", "GracefulRestart", "Multihop", "Auth", "Families", "Error"}
+}
+
+func (c *BGPPeerConfig) TableRow() []string {
+	gr := "off"
+	if c.GracefulRestart {
+		gr = fmt.Sprintf("%ds", c.RestartTimeSeconds)
+	}
+	var fams []string
+	for _, f := range c.Families {
+		fams = append(fams, f.AFI+"/"+f.SAFI+"["+selectorString(f.Advertisements, "<none>")+"]")
+	}
+	return []string{c.Name, itoa(int(c.PeerPort)),
+		fmt.Sprintf("%d/%d/%d", c.ConnectRetrySeconds, c.HoldTimeSeconds, c.KeepAliveSeconds),
+		gr, itoa(int(c.EBGPMultihop)), dash(c.AuthSecret), strings.Join(fams, " "), dash(strings.Join(c.Errors, "; "))}
+}
+
+// BGPAdvertisement is a CiliumBGPAdvertisement: what to advertise, with
+// which attributes. Its labels are what peer families select.
+type BGPAdvertisement struct {
+	Name       string            `json:"name"`
+	UID        string            `json:"uid"`
+	Generation int64             `json:"generation"`
+	Labels     map[string]string `json:"labels,omitempty"`
+
+	Advertisements []BGPAdvert `json:"advertisements"`
+
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// BGPAdvert is one entry of a CiliumBGPAdvertisement.
+type BGPAdvert struct {
+	Type          string                `json:"type"`
+	Addresses     []string              `json:"addresses,omitempty"` // Service: LoadBalancerIP, ClusterIP, ExternalIP
+	Selector      *metav1.LabelSelector `json:"selector,omitempty"`
+	SelectorError string                `json:"selectorError,omitempty"`
+	Attributes    BGPAttributes         `json:"attributes"`
+}
+
+// Selects matches the entry's selector against a Service's or a pool's
+// labels; nil selects nothing (Cilium's rule).
+func (a BGPAdvert) Selects(objLabels map[string]string) bool {
+	return matches(a.Selector, a.SelectorError, false, objLabels)
+}
+
+// Errors are the entry's selector and attribute problems.
+func (a *BGPAdvertisement) Errors() []string {
+	var errs []string
+	for i, adv := range a.Advertisements {
+		if adv.SelectorError != "" {
+			errs = append(errs, fmt.Sprintf("advertisements[%d].selector: %s", i, adv.SelectorError))
+		}
+		if adv.Attributes.Error != "" {
+			errs = append(errs, fmt.Sprintf("advertisements[%d].attributes: %s", i, adv.Attributes.Error))
+		}
+	}
+	return errs
+}
+
+func (a *BGPAdvertisement) TableHeader() []string {
+	return []string{"Name", "Labels", "Advertisements", "Error"}
+}
+
+func (a *BGPAdvertisement) TableRow() []string {
+	var advs []string
+	for _, adv := range a.Advertisements {
+		s := adv.Type
+		if len(adv.Addresses) > 0 {
+			s += "(" + strings.Join(adv.Addresses, ",") + ")"
+		}
+		if adv.Type != BGPAdvertPodCIDR {
+			s += "[" + selectorString(adv.Selector, "<none>") + "]"
+		}
+		if attrs := adv.Attributes.String(); attrs != "" {
+			s += "{" + attrs + "}"
+		}
+		advs = append(advs, s)
+	}
+	return []string{a.Name, dash(labels.Set(a.Labels).String()), strings.Join(advs, " "), dash(strings.Join(a.Errors(), "; "))}
+}
+
+// BGPNodeOverride is a CiliumBGPNodeConfigOverride: per node (it is named
+// after the node), the router ID, listen port and peers' local addresses of
+// its instances.
+type BGPNodeOverride struct {
+	Name      string                `json:"name"`
+	Instances []BGPInstanceOverride `json:"instances"`
+}
+
+// BGPInstanceOverride overrides one instance on one node.
+type BGPInstanceOverride struct {
+	Name     string     `json:"name"`
+	RouterID netip.Addr `json:"routerID"` // invalid: not overridden
+	// LocalPort is the port the instance listens on; 0: not overridden.
+	LocalPort    int32                 `json:"localPort,omitempty"`
+	LocalAddress map[string]netip.Addr `json:"localAddress,omitempty"` // by peer name
+	// LocalPort4Peer is the source port of the sessions to a peer, by
+	// peer name.
+	LocalPort4Peer map[string]int32 `json:"localPortForPeer,omitempty"`
+	Errors         []string         `json:"errors,omitempty"`
+}
+
+func (o *BGPNodeOverride) TableHeader() []string { return []string{"Node", "Instances"} }
+
+func (o *BGPNodeOverride) TableRow() []string {
+	var insts []string
+	for _, i := range o.Instances {
+		s := fmt.Sprintf("%s(routerID=%s port=%d", i.Name, addrOrDash(i.RouterID), i.LocalPort)
+		for p, a := range i.LocalAddress {
+			s += " " + p + "@" + a.String()
+		}
+		insts = append(insts, s+")")
+	}
+	return []string{o.Name, dash(strings.Join(insts, " "))}
+}
+
+// Instance returns the override of one instance, if any.
+func (o *BGPNodeOverride) Instance(name string) (BGPInstanceOverride, bool) {
+	if o == nil {
+		return BGPInstanceOverride{}, false
+	}
+	for _, i := range o.Instances {
+		if i.Name == name {
+			return i, true
+		}
+	}
+	return BGPInstanceOverride{}, false
+}
+
+func nameIndex[T any](name func(T) string) statedb.Index[T, string] {
+	return statedb.Index[T, string]{
+		Name:       "name",
+		FromObject: func(o T) index.KeySet { return index.NewKeySet(index.String(name(o))) },
+		FromKey:    index.String,
+		FromString: index.FromString,
+		Unique:     true,
+	}
+}
+
+// The primary indexes of the BGP resource tables: by name.
+var (
+	BGPClusterConfigNameIndex = nameIndex(func(c *BGPClusterConfig) string { return c.Name })
+	BGPPeerConfigNameIndex    = nameIndex(func(c *BGPPeerConfig) string { return c.Name })
+	BGPAdvertisementNameIndex = nameIndex(func(a *BGPAdvertisement) string { return a.Name })
+	BGPNodeOverrideNameIndex  = nameIndex(func(o *BGPNodeOverride) string { return o.Name })
+)
+
+func NewBGPClusterConfigsTable(db *statedb.DB) (statedb.RWTable[*BGPClusterConfig], error) {
+	return statedb.NewTable(db, BGPClusterConfigsTableName, BGPClusterConfigNameIndex)
+}
+
+func NewBGPPeerConfigsTable(db *statedb.DB) (statedb.RWTable[*BGPPeerConfig], error) {
+	return statedb.NewTable(db, BGPPeerConfigsTableName, BGPPeerConfigNameIndex)
+}
+
+func NewBGPAdvertisementsTable(db *statedb.DB) (statedb.RWTable[*BGPAdvertisement], error) {
+	return statedb.NewTable(db, BGPAdvertisementsTableName, BGPAdvertisementNameIndex)
+}
+
+func NewBGPNodeOverridesTable(db *statedb.DB) (statedb.RWTable[*BGPNodeOverride], error) {
+	return statedb.NewTable(db, BGPNodeOverridesTableName, BGPNodeOverrideNameIndex)
+}
+
+// matches applies a label selector that may be nil (nilMatches says what
+// nil means) or broken (parseErr set: matches nothing).
+func matches(sel *metav1.LabelSelector, parseErr string, nilMatches bool, objLabels map[string]string) bool {
+	if parseErr != "" {
+		return false
+	}
+	if sel == nil {
+		return nilMatches
+	}
+	s, err := selectorFrom(sel)
+	if err != nil {
+		return false
+	}
+	return s.Matches(labels.Set(objLabels))
+}
+
+// checkSelector returns the problem of a selector, "" when it is fine.
+func checkSelector(sel *metav1.LabelSelector, path string) string {
+	if err := validateSelector(sel, field.NewPath(path)); err != nil {
+		return err.Error()
+	}
+	if _, err := selectorFrom(sel); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+func selectorString(s *metav1.LabelSelector, ifNil string) string {
+	if s == nil {
+		return ifNil
+	}
+	if f := metav1.FormatLabelSelector(s); f != "" {
+		return f
+	}
+	return "<all>"
+}
+
+func addrOrDash(a netip.Addr) string {
+	if !a.IsValid() {
+		return "-"
+	}
+	return a.String()
+}

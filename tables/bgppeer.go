@@ -1,0 +1,80 @@
+package tables
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/cilium/statedb"
+)
+
+// BGPPeersTableName is the table of this node's BGP sessions as the
+// speaker sees them.
+const BGPPeersTableName = "bgp-peers"
+
+// BGP session states as Cilium reports them (peeringState).
+const (
+	BGPStateIdle        = "idle"
+	BGPStateConnect     = "connect"
+	BGPStateActive      = "active"
+	BGPStateOpenSent    = "opensent"
+	BGPStateOpenConfirm = "openconfirm"
+	BGPStateEstablished = "established"
+	BGPStateUnknown     = "unknown"
+)
+
+// BGPPeerState is one session of one instance.
+type BGPPeerState struct {
+	Instance string     `json:"instance"`
+	Peer     string     `json:"peer"`
+	Address  netip.Addr `json:"address"`
+	ASN      int64      `json:"asn"`
+	State    string     `json:"state"`
+	// Since is when the session entered State.
+	Since time.Time `json:"since"`
+	// LastError is why the session last went down or failed to come up,
+	// e.g. a NOTIFICATION from the peer or a connect timeout.
+	LastError               string `json:"lastError,omitempty"`
+	AppliedHoldTimeSeconds  int32  `json:"appliedHoldTimeSeconds,omitempty"`
+	AppliedKeepaliveSeconds int32  `json:"appliedKeepaliveSeconds,omitempty"`
+	GracefulRestart         bool   `json:"gracefulRestart,omitempty"` // negotiated
+	// Routes are the advertised and received counts per family.
+	Routes []BGPFamilyRoutes `json:"routes,omitempty"`
+}
+
+// BGPFamilyRoutes counts one family's routes of a session.
+type BGPFamilyRoutes struct {
+	AFI        string `json:"afi"`
+	SAFI       string `json:"safi"`
+	Advertised int    `json:"advertised"`
+	Received   int    `json:"received"`
+}
+
+// Key is "instance/peer".
+func (p *BGPPeerState) Key() string { return p.Instance + "/" + p.Peer }
+
+func (p *BGPPeerState) TableHeader() []string {
+	return []string{"Instance", "Peer", "Address", "ASN", "State", "Since", "Routes", "LastError"}
+}
+
+func (p *BGPPeerState) TableRow() []string {
+	var routes []string
+	for _, r := range p.Routes {
+		routes = append(routes, fmt.Sprintf("%s: %d out %d in", r.AFI, r.Advertised, r.Received))
+	}
+	since := "-"
+	if !p.Since.IsZero() {
+		since = p.Since.UTC().Format(time.RFC3339)
+	}
+	return []string{p.Instance, p.Peer, addrOrDash(p.Address), fmt.Sprint(p.ASN), p.State, since,
+		dash(strings.Join(routes, ", ")), dash(p.LastError)}
+}
+
+// BGPPeerKeyIndex is the primary index of bgp-peers.
+var BGPPeerKeyIndex = nameIndex(func(p *BGPPeerState) string { return p.Key() })
+
+// NewBGPPeersTable creates the bgp-peers table.
+func NewBGPPeersTable(db *statedb.DB) (statedb.RWTable[*BGPPeerState], error) {
+	return statedb.NewTable(db, BGPPeersTableName, BGPPeerKeyIndex)
+}
