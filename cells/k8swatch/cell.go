@@ -4,9 +4,12 @@
 // Reads: Services (all namespaces), CiliumLoadBalancerIPPools; with L2
 // announcements on, CiliumL2AnnouncementPolicies, every Node and the
 // EndpointSlices and the Leases of --k8s-namespace; with multi-pool IPAM, CiliumPodIPPools, CiliumNodes, every
-// Node, this node's Pods and the Namespaces.
+// Node, this node's Pods and the Namespaces; with the BGP control plane,
+// the BGP resources, every Node, the EndpointSlices and the Secrets of
+// --bgp-secrets-namespace.
 // Writes: tables services, lb-pools, l2-policies, nodes, endpoint-slices,
-// pod-ip-pools, cilium-nodes, pods, namespaces and l2-leases.
+// pod-ip-pools, cilium-nodes, pods, namespaces, l2-leases, bgp-cluster-configs,
+// bgp-peer-configs, bgp-advertisements, bgp-node-overrides and bgp-secrets.
 // Provides: tables.Freshness, with which a new leader waits until services
 // and lb-pools hold at least what the API server holds.
 package k8swatch
@@ -26,6 +29,8 @@ var Cell = cell.Module(
 		tables.NewServicesTable, tables.NewLBPoolsTable, tables.NewL2PoliciesTable, tables.NewNodesTable, tables.NewEndpointSlicesTable,
 		tables.NewPodIPPoolsTable, tables.NewCiliumNodesTable, tables.NewPodsTable, tables.NewNamespacesTable,
 		tables.NewL2LeasesTable,
+		tables.NewBGPClusterConfigsTable, tables.NewBGPPeerConfigsTable, tables.NewBGPAdvertisementsTable,
+		tables.NewBGPNodeOverridesTable, tables.NewBGPSecretsTable,
 		newFreshness,
 	),
 	cell.Provide(
@@ -40,7 +45,12 @@ var Cell = cell.Module(
 		statedb.RWTable[*tables.Pod].ToTable,
 		statedb.RWTable[*tables.Namespace].ToTable,
 		statedb.RWTable[*tables.L2Lease].ToTable,
+		statedb.RWTable[*tables.BGPClusterConfig].ToTable,
+		statedb.RWTable[*tables.BGPPeerConfig].ToTable,
+		statedb.RWTable[*tables.BGPAdvertisement].ToTable,
+		statedb.RWTable[*tables.BGPNodeOverride].ToTable,
+		statedb.RWTable[*tables.BGPSecret].ToTable,
 	),
 	cell.Invoke(reflectServices, reflectPools, reflectL2Policies, reflectNodes, reflectEndpointSlices,
-		reflectPodIPPools, reflectCiliumNodes, reflectLocalPods, reflectNamespaces, reflectL2Leases),
+		reflectPodIPPools, reflectCiliumNodes, reflectLocalPods, reflectNamespaces, reflectL2Leases, reflectBGP),
 )

@@ -86,7 +86,7 @@ func reflectL2Policies(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables
 // announce); with multi-pool IPAM, routes to their pod CIDRs, and the
 // allocator releases the CIDRs of Nodes that are gone.
 func reflectNodes(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.Node], kube kubernetes.Interface, agent agentconfig.Config, fresh *freshness, log *slog.Logger) {
-	if !agent.EnableL2Announcements && !agent.MultiPool() {
+	if !agent.EnableL2Announcements && !agent.MultiPool() && !agent.EnableBGPControlPlane {
 		return
 	}
 	(&reflector[*corev1.Node, *tables.Node]{
@@ -114,10 +114,10 @@ func reflectL2Leases(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.L
 }
 
 // reflectEndpointSlices watches the EndpointSlices with L2 announcements
-// on: a Service with externalTrafficPolicy: Local is announced only from a
-// node that runs one of its ready endpoints.
+// or BGP on: a Service with externalTrafficPolicy: Local is announced or
+// advertised only from a node that runs one of its ready endpoints.
 func reflectEndpointSlices(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables.EndpointSlice], kube kubernetes.Interface, agent agentconfig.Config, log *slog.Logger) {
-	if !agent.EnableL2Announcements {
+	if !agent.EnableL2Announcements && !agent.EnableBGPControlPlane {
 		return
 	}
 	(&reflector[*discoveryv1.EndpointSlice, *tables.EndpointSlice]{
@@ -178,5 +178,48 @@ func reflectNamespaces(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables
 		lw:        listWatch[*corev1.NamespaceList](kube.CoreV1().Namespaces(), ""),
 		example:   &corev1.Namespace{},
 		transform: tables.NamespaceFromK8s,
+	}).register(jg, nil)
+}
+
+// The kinds of the BGP control plane.
+
+func reflectBGP(jg job.Group, db *statedb.DB, herald versioned.Interface, kube kubernetes.Interface, agent agentconfig.Config, log *slog.Logger,
+	ccs statedb.RWTable[*tables.BGPClusterConfig], pcs statedb.RWTable[*tables.BGPPeerConfig],
+	advs statedb.RWTable[*tables.BGPAdvertisement], ovs statedb.RWTable[*tables.BGPNodeOverride], secrets statedb.RWTable[*tables.BGPSecret]) {
+	if !agent.EnableBGPControlPlane {
+		return
+	}
+	c := herald.CiliumV2alpha1()
+	(&reflector[*v2alpha1.CiliumBGPClusterConfig, *tables.BGPClusterConfig]{
+		name: "bgp-cluster-configs", db: db, table: ccs, log: log,
+		lw:        listWatch[*v2alpha1.CiliumBGPClusterConfigList](c.CiliumBGPClusterConfigs(), ""),
+		example:   &v2alpha1.CiliumBGPClusterConfig{},
+		transform: tables.BGPClusterConfigFromK8s,
+	}).register(jg, nil)
+	(&reflector[*v2alpha1.CiliumBGPPeerConfig, *tables.BGPPeerConfig]{
+		name: "bgp-peer-configs", db: db, table: pcs, log: log,
+		lw:        listWatch[*v2alpha1.CiliumBGPPeerConfigList](c.CiliumBGPPeerConfigs(), ""),
+		example:   &v2alpha1.CiliumBGPPeerConfig{},
+		transform: tables.BGPPeerConfigFromK8s,
+	}).register(jg, nil)
+	(&reflector[*v2alpha1.CiliumBGPAdvertisement, *tables.BGPAdvertisement]{
+		name: "bgp-advertisements", db: db, table: advs, log: log,
+		lw:        listWatch[*v2alpha1.CiliumBGPAdvertisementList](c.CiliumBGPAdvertisements(), ""),
+		example:   &v2alpha1.CiliumBGPAdvertisement{},
+		transform: tables.BGPAdvertisementFromK8s,
+	}).register(jg, nil)
+	(&reflector[*v2alpha1.CiliumBGPNodeConfigOverride, *tables.BGPNodeOverride]{
+		name: "bgp-node-overrides", db: db, table: ovs, log: log,
+		lw:        listWatch[*v2alpha1.CiliumBGPNodeConfigOverrideList](c.CiliumBGPNodeConfigOverrides(), ""),
+		example:   &v2alpha1.CiliumBGPNodeConfigOverride{},
+		transform: tables.BGPNodeOverrideFromK8s,
+	}).register(jg, nil)
+	// Only the Secrets of the BGP secrets namespace (the Role the chart
+	// gives the agent allows no more).
+	(&reflector[*corev1.Secret, *tables.BGPSecret]{
+		name: "bgp-secrets", db: db, table: secrets, log: log,
+		lw:        listWatch[*corev1.SecretList](kube.CoreV1().Secrets(agent.BGPSecretsNamespace), ""),
+		example:   &corev1.Secret{},
+		transform: tables.BGPSecretFromK8s,
 	}).register(jg, nil)
 }

@@ -26,6 +26,10 @@ type Config struct {
 	// per Service). Here because the candidates cell reads it too.
 	L2AnnouncementsElection string // l2-announcements-election
 	EnableBGPControlPlane   bool   // enable-bgp-control-plane
+	// BGPSecretsNamespace holds the Secrets BGP peer configs name for
+	// their TCP-MD5 passwords. Here because the k8s-watch cell reflects
+	// them.
+	BGPSecretsNamespace string // bgp-secrets-namespace
 
 	// EnableL2PodAnnouncements sends a gratuitous ARP for every pod address
 	// this node allocates. Here rather than in its cell because the devices
@@ -69,9 +73,10 @@ func (c Config) Validate() error {
 
 // Defaults follow the spec: IPv4 on, IPv6 and the announcers off.
 var Defaults = Config{
-	K8sNamespace: "kube-system",
-	EnableIPv4:   true,
-	IPAM:         IPAMNone,
+	K8sNamespace:        "kube-system",
+	EnableIPv4:          true,
+	BGPSecretsNamespace: "kube-system",
+	IPAM:                IPAMNone,
 
 	L2AnnouncementsElection: L2ElectionMembers,
 }
@@ -83,7 +88,8 @@ func (def Config) Flags(flags *pflag.FlagSet) {
 	flags.Bool("enable-ipv6", def.EnableIPv6, "Hand out IPv6 LoadBalancer addresses")
 	flags.Bool("enable-l2-announcements", def.EnableL2Announcements, "Announce LoadBalancer and external IPs on the local network (ARP/NDP); also makes LB IPAM handle loadBalancerClass io.cilium/l2-announcer")
 	flags.String("l2-announcements-election", def.L2AnnouncementsElection, `How the node answering for each Service is chosen: "members" (the agents watch each other's liveness and place Services by consistent hashing; failover under a second, API writes only when owners change) or "lease" (a Lease election per Service)`)
-	flags.Bool("enable-bgp-control-plane", def.EnableBGPControlPlane, "Make LB IPAM handle loadBalancerClass io.cilium/bgp-control-plane")
+	flags.Bool("enable-bgp-control-plane", def.EnableBGPControlPlane, "Run the BGP control plane: peer with the routers the CiliumBGPClusterConfigs name and advertise what the CiliumBGPAdvertisements select; also makes LB IPAM handle loadBalancerClass io.cilium/bgp-control-plane")
+	flags.String("bgp-secrets-namespace", def.BGPSecretsNamespace, "Namespace of the Secrets that CiliumBGPPeerConfig authSecretRef names (TCP-MD5 passwords, key \"password\")")
 	flags.Bool("enable-l2-pod-announcements", def.EnableL2PodAnnouncements, "Announce the IPv4 addresses of this node's pods with gratuitous ARP on l2-pod-announcements-interface (with ipam: multi-pool)")
 	flags.String("ipam", def.IPAM, `Pod IPAM mode: "multi-pool" (pod CIDRs from CiliumPodIPPools, addresses through the herald-ipam CNI plugin) or "none"`)
 }

@@ -155,26 +155,13 @@ func TestEveryFlagIsAKey(t *testing.T) {
 				}
 			}
 			for _, k := range got {
-				if !slices.Contains(want, k) && !slices.Contains(pendingAgentFlags, k) {
+				if !slices.Contains(want, k) {
 					t.Errorf("ConfigMap %s key %q is not a herald-agent flag (the agent refuses to start on it)", cm.Name, k)
-				}
-			}
-			for _, k := range pendingAgentFlags {
-				if slices.Contains(agentFlags, k) {
-					t.Errorf("herald-agent has the flag --%s now: remove it from pendingAgentFlags", k)
 				}
 			}
 		})
 	}
 }
-
-// pendingAgentFlags are ConfigMap keys of a feature whose herald-agent
-// flags are still to come: the chart writes them only when the feature is
-// enabled (bgp-secrets-namespace, with bgpControlPlane.enabled), so that
-// the default ConfigMap works with today's agent. The tests check their
-// values but do not hand them to the agent; once it has the flag,
-// TestEveryFlagIsAKey says to remove it from here.
-var pendingAgentFlags = []string{"bgp-secrets-namespace"}
 
 // overrides set every option to something else than its default.
 var overrides = helmrender.Options{
@@ -271,6 +258,7 @@ var wantDefault = map[string]string{
 	"default-lb-service-ipam":         "lbipam",
 	"devices":                         "",
 	"enable-bgp-control-plane":        "false",
+	"bgp-secrets-namespace":           "kube-system",
 	"enable-ipv4":                     "true",
 	"enable-ipv6":                     "false",
 	"enable-l2-announcements":         "false",
@@ -342,9 +330,6 @@ func TestConfigMap(t *testing.T) {
 			// What the agent makes of it.
 			dir := t.TempDir()
 			for k, v := range cm.Data {
-				if slices.Contains(pendingAgentFlags, k) {
-					continue
-				}
 				if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -662,9 +647,6 @@ func TestRBAC(t *testing.T) {
 		if strings.Contains(o.GetName(), "bgp") {
 			t.Errorf("BGP disabled, yet %s %s", o.GetKind(), o.GetName())
 		}
-	}
-	if _, ok := r.configMap(t).Data["bgp-secrets-namespace"]; ok {
-		t.Error("BGP disabled, yet the ConfigMap has bgp-secrets-namespace")
 	}
 }
 
