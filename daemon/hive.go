@@ -12,6 +12,9 @@ import (
 	"github.com/cilium/statedb"
 
 	"github.com/heraldlb/herald/cells/allocator"
+	"github.com/heraldlb/herald/cells/bgpdesired"
+	"github.com/heraldlb/herald/cells/bgpspeaker"
+	"github.com/heraldlb/herald/cells/bgpstatus"
 	"github.com/heraldlb/herald/cells/dbgapi"
 	"github.com/heraldlb/herald/cells/devices"
 	"github.com/heraldlb/herald/cells/election"
@@ -80,6 +83,15 @@ var Cells = []cell.Cell{
 	// pod-ip-allocations × devices → gratuitous ARP for new pod addresses
 	// (L2 pod announcements).
 	l2podannounce.Cell,
+	// BGP control plane: BGP resources × nodes × services × endpoint-slices ×
+	// pod CIDRs → bgp-instances, bgp-routes.
+	bgpdesired.Cell,
+	// bgp-instances × bgp-routes → GoBGP (sessions, RIB, export policy);
+	// sessions → bgp-peers.
+	bgpspeaker.Cell,
+	// bgp-instances × bgp-peers → CiliumBGPNodeConfig; problems of the BGP
+	// resources → their status conditions.
+	bgpstatus.Cell,
 	// Tables and configuration → herald-dbg over a unix socket.
 	dbgapi.Cell,
 

@@ -19,7 +19,7 @@ func explainCmd() *cobra.Command {
 	explain := &cobra.Command{Use: "explain", Short: "Explain the agent's decisions"}
 	explain.AddCommand(&cobra.Command{
 		Use:   "service NAMESPACE/NAME",
-		Short: "Why a Service has, or lacks, each of its IPs, and where it is announced",
+		Short: "Why a Service has, or lacks, each of its IPs, and where it is announced and advertised",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			key := args[0]
@@ -37,10 +37,59 @@ func explainCmd() *cobra.Command {
 			for _, line := range e.Explain(key) {
 				fmt.Println("  " + line)
 			}
-			return explainAnnouncement(cmd, key, snap.config)
+			if err := explainAnnouncement(cmd, key, snap.config); err != nil {
+				return err
+			}
+			return explainBGP(cmd, key, snap.config)
 		},
 	})
 	return explain
+}
+
+// explainBGP reports which of the Service's addresses this node advertises
+// over BGP, to which peers and why; or, when none, what to check.
+func explainBGP(cmd *cobra.Command, key string, cfg map[string]string) error {
+	if cfg["enable-bgp-control-plane"] != "true" {
+		fmt.Println("  BGP: the BGP control plane is off on this agent.")
+		return nil
+	}
+	routes, err := fetchTable[*tables.BGPRoute](cmd.Context(), tables.BGPRoutesTableName)
+	if err != nil {
+		return err
+	}
+	peers, err := fetchTable[*tables.BGPPeerState](cmd.Context(), tables.BGPPeersTableName)
+	if err != nil {
+		return err
+	}
+	state := map[string]string{}
+	for _, p := range peers {
+		state[p.Key()] = p.State
+	}
+	found := false
+	for _, r := range routes {
+		for _, reason := range r.Reasons {
+			if !strings.HasPrefix(reason, "Service "+key+" ") {
+				continue
+			}
+			found = true
+			attrs := ""
+			if a := r.Attributes.String(); a != "" {
+				attrs = " with " + a
+			}
+			session := state[r.Instance+"/"+r.Peer]
+			if session == "" {
+				session = "not running"
+			}
+			fmt.Printf("  BGP: %s to peer %s (%s, session %s)%s: %s\n", r.Prefix, r.Peer, r.PeerAddress, session, attrs, reason)
+		}
+	}
+	if !found {
+		fmt.Println("  BGP: this node advertises none of its addresses. A peer family's advertisements selector must select a")
+		fmt.Println("    CiliumBGPAdvertisement whose Service selector matches the Service's labels; LoadBalancer IPs need no")
+		fmt.Println("    loadBalancerClass or io.cilium/bgp-control-plane; with externalTrafficPolicy: Local this node needs a")
+		fmt.Println("    ready endpoint. See herald-dbg statedb bgp-instances, bgp-advertisements and endpoint-slices.")
+	}
+	return nil
 }
 
 // explainAnnouncement reports what this node announces for the Service.

@@ -47,6 +47,16 @@ var printers = map[string]tablePrinter{
 	tables.PodsTableName:             printTable[*tables.Pod](tables.PodsTableName),
 	tables.NamespacesTableName:       printTable[*tables.Namespace](tables.NamespacesTableName),
 	tables.NodeRoutesTableName:       printTable[*tables.NodeRoute](tables.NodeRoutesTableName),
+	// BGP: the resources as reflected, what this node runs and
+	// advertises (and why), its sessions.
+	tables.BGPClusterConfigsTableName: printTable[*tables.BGPClusterConfig](tables.BGPClusterConfigsTableName),
+	tables.BGPPeerConfigsTableName:    printTable[*tables.BGPPeerConfig](tables.BGPPeerConfigsTableName),
+	tables.BGPAdvertisementsTableName: printTable[*tables.BGPAdvertisement](tables.BGPAdvertisementsTableName),
+	tables.BGPNodeOverridesTableName:  printTable[*tables.BGPNodeOverride](tables.BGPNodeOverridesTableName),
+	tables.BGPSecretsTableName:        printTable[*tables.BGPSecret](tables.BGPSecretsTableName),
+	tables.BGPInstancesTableName:      printTable[*tables.BGPInstance](tables.BGPInstancesTableName),
+	tables.BGPRoutesTableName:         printTable[*tables.BGPRoute](tables.BGPRoutesTableName),
+	tables.BGPPeersTableName:          printTable[*tables.BGPPeerState](tables.BGPPeersTableName),
 }
 
 type row interface {
