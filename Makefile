@@ -16,7 +16,7 @@ export CLUSTER_DIR HERALD_APISERVER_PORT HERALD_ETCD_PORT
 OLDEST_KUBE_VERSION := $(shell sed -n 's/^KUBE_OLDEST_VERSION=//p' install/dev/kube-versions.sh)
 
 .PHONY: all build test test-unit test-integration kernel-check generate verify-generate lint fuzz demo \
-        cluster-up cluster-down bench-alloc bench-failover bench-ipam bench-l2 manifests demo-down tools clean
+        cluster-up cluster-down bench-alloc bench-failover bench-ipam bench-l2 bench-bgp manifests demo-down tools clean
 
 all: build
 
@@ -103,6 +103,10 @@ bench-ipam: tools build
 ## bench-l2: failover times, ARP reply latency and Lease API load on namespaces (needs root).
 bench-l2: tools build
 	hack/bench-l2.sh
+
+## bench-bgp: Service -> route in FRR latency, 1000 Services, node loss (needs root; about 10 minutes).
+bench-bgp: tools build
+	hack/bench-bgp.sh
 
 clean:
 	rm -rf $(OUTPUT)
