@@ -36,12 +36,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/heraldlb/herald/test/frr"
+	"github.com/heraldlb/herald/test/suite"
 )
-
-func say(b *testing.B, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	fmt.Printf("%s: %s\n", b.Name(), strings.ReplaceAll(strings.TrimRight(msg, "\n"), "\n", "\n    "))
-}
 
 func envInt(b *testing.B, key string, def int) int {
 	if v := os.Getenv(key); v != "" {
@@ -52,15 +48,6 @@ func envInt(b *testing.B, key string, def int) int {
 		return n
 	}
 	return def
-}
-
-// percentile is the nearest-rank percentile p of sorted values.
-func percentile(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
 func benchNamespace(b *testing.B, name string) string {
@@ -146,12 +133,12 @@ func BenchmarkRouteLatency(b *testing.B) {
 	}
 	slices.Sort(toIP)
 	slices.Sort(toFIB)
-	say(b, "%d Services, created one at a time (ms):\n%-30s %8s %8s %8s %8s\n%-30s %8.0f %8.0f %8.0f %8.0f\n%-30s %8.0f %8.0f %8.0f %8.0f",
+	suite.Say(b, "%d Services, created one at a time (ms):\n%-30s %8s %8s %8s %8s\n%-30s %8.0f %8.0f %8.0f %8.0f\n%-30s %8.0f %8.0f %8.0f %8.0f",
 		count, "measure", "p50", "p99", "min", "max",
-		"create -> IP in status", percentile(toIP, 50), percentile(toIP, 99), toIP[0], toIP[len(toIP)-1],
-		"create -> FIB, 3 next hops", percentile(toFIB, 50), percentile(toFIB, 99), toFIB[0], toFIB[len(toFIB)-1])
-	b.ReportMetric(percentile(toFIB, 50), "p50-ms")
-	b.ReportMetric(percentile(toFIB, 99), "p99-ms")
+		"create -> IP in status", suite.Percentile(toIP, 50), suite.Percentile(toIP, 99), toIP[0], toIP[len(toIP)-1],
+		"create -> FIB, 3 next hops", suite.Percentile(toFIB, 50), suite.Percentile(toFIB, 99), toFIB[0], toFIB[len(toFIB)-1])
+	b.ReportMetric(suite.Percentile(toFIB, 50), "p50-ms")
+	b.ReportMetric(suite.Percentile(toFIB, 99), "p99-ms")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -248,7 +235,7 @@ func BenchmarkScale(b *testing.B) {
 			break
 		}
 	}
-	say(b, "%d Services on %d nodes: created in %.1fs; all in FRR's RIB with %d paths %.1fs after the first create; all withdrawn %.1fs after the delete\nagent RSS before/after (MiB): %s",
+	suite.Say(b, "%d Services on %d nodes: created in %.1fs; all in FRR's RIB with %d paths %.1fs after the first create; all withdrawn %.1fs after the delete\nagent RSS before/after (MiB): %s",
 		count, len(nodes), created.Seconds(), len(nodes), inRIB.Seconds(), withdrawn.Seconds(), rssPairs(before, after))
 	b.ReportMetric(inRIB.Seconds(), "all-in-RIB-s")
 	b.ReportMetric(slices.Max(after), "max-rss-MiB")
@@ -311,9 +298,9 @@ func BenchmarkNodeLoss(b *testing.B) {
 	// dead node's paths, stale, for the restart time after the hold timer.
 	setGracefulRestart(b, true)
 	withGR := cutTrial()
-	say(b, "node cut off the LAN (hold time 9s, keepalive 3s):\n  graceful restart off, %d trials: FRR's FIB drops its next hop after p50 %.1fs, max %.1fs\n  graceful restart on (restart time 120s), 1 trial: after %.1fs",
-		trials, percentile(lost, 50), lost[len(lost)-1], withGR)
-	b.ReportMetric(percentile(lost, 50), "p50-s")
+	suite.Say(b, "node cut off the LAN (hold time 9s, keepalive 3s):\n  graceful restart off, %d trials: FRR's FIB drops its next hop after p50 %.1fs, max %.1fs\n  graceful restart on (restart time 120s), 1 trial: after %.1fs",
+		trials, suite.Percentile(lost, 50), lost[len(lost)-1], withGR)
+	b.ReportMetric(suite.Percentile(lost, 50), "p50-s")
 	b.ReportMetric(withGR, "with-GR-s")
 	b.ReportMetric(0, "ns/op")
 }

@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -361,7 +360,7 @@ func cleanupLeftovers() {
 	}
 	for _, d := range dirs {
 		if b, err := os.ReadFile(filepath.Join(d, clusterDirFile)); err == nil {
-			stopLeftoverCluster(strings.TrimSpace(string(b)))
+			suite.StopLeftoverCluster("bgp", strings.TrimSpace(string(b)))
 		}
 	}
 	for _, err := range netlab.Cleanup(prefix) {
@@ -370,18 +369,4 @@ func cleanupLeftovers() {
 	for _, d := range dirs {
 		_ = os.RemoveAll(d)
 	}
-}
-
-func stopLeftoverCluster(dir string) {
-	if dir == "" || !strings.HasPrefix(filepath.Base(dir), "herald-cluster-") {
-		return
-	}
-	if _, err := os.Stat(dir); err != nil {
-		return
-	}
-	out, err := exec.Command(filepath.Join(cluster.RepoRoot(), "install", "dev", "cluster-down.sh"), dir).CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "bgp: %v\n%s\n", err, out)
-	}
-	_ = os.RemoveAll(dir)
 }

@@ -14,7 +14,7 @@ package l2
 // they assert nothing about time. Each runs its experiment once, whatever
 // b.N (run them with -benchtime 1x), reports its figures with ReportMetric
 // (ns/op is suppressed: it would only be the experiment's wall time) and
-// prints a readable table on stdout (see say). hack/bench-l2.sh runs them:
+// prints a readable table on stdout (see suite.Say). hack/bench-l2.sh runs them:
 //
 //	go test -run '^$' -bench 'BenchmarkFailover|BenchmarkLeaseAPILoad' -benchtime 1x -timeout 90m ./test/l2/
 //
@@ -32,7 +32,6 @@ package l2
 import (
 	"context"
 	"fmt"
-	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -54,6 +53,7 @@ import (
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/agentproc"
+	"github.com/heraldlb/herald/test/suite"
 )
 
 // leaseTimings are the agents' --l2-announcements-* Lease timings.
@@ -99,7 +99,7 @@ func withTimings(b *testing.B, lt leaseTimings, extra ...string) {
 	if err := restartAgents(func(n *node) []string { return append(append(slices.Clone(saved[n]), lt.args()...), extra...) }); err != nil {
 		b.Fatal(err)
 	}
-	say(b, "agents restarted with %s %s", lt, strings.Join(extra, " "))
+	suite.Say(b, "agents restarted with %s %s", lt, strings.Join(extra, " "))
 }
 
 // restartAgents stops the three agents (SIGTERM: they release their
@@ -123,14 +123,6 @@ func restartAgents(args func(*node) []string) error {
 		}
 	}
 	return nil
-}
-
-// say prints a line of the benchmark's report on stdout. The benchmarks
-// print there rather than with b.Log: the testing package keeps only the
-// first lines of a benchmark's log.
-func say(b *testing.B, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	fmt.Printf("%s: %s\n", b.Name(), strings.ReplaceAll(strings.TrimRight(msg, "\n"), "\n", "\n    "))
 }
 
 // ---------------------------------------------------------------------------
@@ -330,17 +322,6 @@ func nodeName(n *node) string {
 	return n.Name
 }
 
-// percentile returns the nearest-rank percentile p (0 < p <= 100) of
-// sorted: the smallest value with at least p% of the values at or below it.
-// With fewer than 100 values, p99 is the maximum.
-func percentile(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
-}
-
 // ---------------------------------------------------------------------------
 // BenchmarkFailover
 // ---------------------------------------------------------------------------
@@ -470,7 +451,7 @@ func benchFailover(b *testing.B, st failoverSetting, trials int) {
 		}
 		return true, ""
 	})
-	say(b, "service %s/web has VIP %s (Lease %s/%s)", bn.ns, vip, leaseNS, lease)
+	suite.Say(b, "service %s/web has VIP %s (Lease %s/%s)", bn.ns, vip, leaseNS, lease)
 
 	// After a restart, give the agent time to campaign for the Lease before
 	// the next kill, so that both survivors compete.
@@ -484,11 +465,11 @@ func benchFailover(b *testing.B, st failoverSetting, trials int) {
 		r := runFailoverTrial(b, vip, lease, owner, lt, st.fault)
 		r.moved = st.election == "lease" && len(results) > 0 && results[len(results)-1].tookOver != owner
 		results = append(results, r)
-		say(b, "trial %2d/%d: %s %s, %s answered after %.3f s (%d requests, %d double answers)",
+		suite.Say(b, "trial %2d/%d: %s %s, %s answered after %.3f s (%d requests, %d double answers)",
 			i, trials, st.fault.name, r.killed.Name, nodeName(r.tookOver), r.failover.Seconds(), r.requests, r.doubles)
 		if r.moved || r.doubles > 0 {
 			// Show why the Lease changed hands unasked.
-			say(b, "trial %d: the agents' Lease log lines since the previous trial:\n%s", i, leaseLogLines(marks, lease))
+			suite.Say(b, "trial %d: the agents' Lease log lines since the previous trial:\n%s", i, leaseLogLines(marks, lease))
 		}
 	}
 	ensureAgents(b)
@@ -613,7 +594,7 @@ func runFailoverTrial(b *testing.B, vip netip.Addr, lease string, owner *node, l
 	var doubles []string
 	r.windows, doubles = doubleAnswers(frames, vip, marks)
 	for _, d := range doubles {
-		say(b, "%s", d)
+		suite.Say(b, "%s", d)
 	}
 	r.doubles = len(doubles)
 	return r
@@ -633,7 +614,7 @@ func reportFailover(b *testing.B, st failoverSetting, results []failoverTrial) {
 	}
 	sorted := slices.Clone(secs)
 	slices.Sort(sorted)
-	p50, p99 := percentile(sorted, 50), percentile(sorted, 99)
+	p50, p99 := suite.Percentile(sorted, 50), suite.Percentile(sorted, 99)
 	lo, hi := sorted[0], sorted[len(sorted)-1]
 
 	b.ReportMetric(0, "ns/op")
@@ -673,7 +654,7 @@ func reportFailover(b *testing.B, st failoverSetting, results []failoverTrial) {
 	fmt.Fprintf(&sb, "double answers (two MACs replying to one request): %d in %d request windows\n", doubles, windows)
 	fmt.Fprintf(&sb, "unforced handovers (\"owner moved\": the Lease changed hands between trials, without a kill): %d\n", moved)
 	fmt.Fprintf(&sb, "(\"unanswered\": from the killed node's last reply to t1; \"Lease acquired\": the new holder's acquireTime - t0)")
-	say(b, "%s", sb.String())
+	suite.Say(b, "%s", sb.String())
 }
 
 // ---------------------------------------------------------------------------
@@ -748,7 +729,7 @@ func BenchmarkLeaseAPILoad(b *testing.B) {
 					r := measureLeaseLoad(b, lt, n, held, window)
 					r.settle = countLogs(marks)
 					summary = append(summary, r)
-					say(b, "agents' logs since the policy selected them (settling and window): %s", r.settle)
+					suite.Say(b, "agents' logs since the policy selected them (settling and window): %s", r.settle)
 				})
 			}
 		})
@@ -845,7 +826,7 @@ func newLeaseLoad(b *testing.B, counts []int, settleTimeout time.Duration) *leas
 		}
 		time.Sleep(time.Second)
 	}
-	say(b, "%d LoadBalancer Services in %s have their IPs (%s), none announced yet", total, ll.ns, time.Since(start).Round(time.Second))
+	suite.Say(b, "%d LoadBalancer Services in %s have their IPs (%s), none announced yet", total, ll.ns, time.Since(start).Round(time.Second))
 	return ll
 }
 
@@ -880,7 +861,7 @@ func (ll *leaseLoad) unannounce(b *testing.B, lt leaseTimings) {
 			break
 		}
 		if time.Now().After(deadline) {
-			say(b, "%d Leases still held %s after the policy was deleted; deleting them anyway", len(held), wait)
+			suite.Say(b, "%d Leases still held %s after the policy was deleted; deleting them anyway", len(held), wait)
 			break
 		}
 		time.Sleep(time.Second)
@@ -953,17 +934,17 @@ func (ll *leaseLoad) waitHeld(b *testing.B, n int, lt leaseTimings) int {
 			}
 		}
 		if count == n {
-			say(b, "all %d Leases have a holder after %s", n, time.Since(start).Round(100*time.Millisecond))
+			suite.Say(b, "all %d Leases have a holder after %s", n, time.Since(start).Round(100*time.Millisecond))
 			// Let the takeovers of the start settle into renewals.
 			time.Sleep(max(2*lt.duration, 5*time.Second))
 			return count
 		}
 		if time.Now().After(deadline) {
-			say(b, "after %s, %d of %d Leases have a holder; measuring anyway%s", ll.settleTimeout, count, n, deadAgents())
+			suite.Say(b, "after %s, %d of %d Leases have a holder; measuring anyway%s", ll.settleTimeout, count, n, deadAgents())
 			return count
 		}
 		if time.Since(lastLog) >= 30*time.Second {
-			say(b, "%d of %d Leases have a holder after %s", count, n, time.Since(start).Round(time.Second))
+			suite.Say(b, "%d of %d Leases have a holder after %s", count, n, time.Since(start).Round(time.Second))
 			lastLog = time.Now()
 		}
 		time.Sleep(time.Second)
@@ -1143,7 +1124,7 @@ func measureLeaseLoad(b *testing.B, lt leaseTimings, services, held int, window 
 	}
 	reportLoad(b, r)
 	if msg := deadAgents(); msg != "" {
-		say(b, "agents died during the measurement:%s", msg)
+		suite.Say(b, "agents died during the measurement:%s", msg)
 	}
 	return r
 }
@@ -1211,7 +1192,7 @@ func reportLoad(b *testing.B, r loadResult) {
 	}
 	fmt.Fprintf(&sb, "  lease requests per node: %.1f/s (the agents' --k8s-client-qps: 100 by default, shared with their other requests)\n", (r.reads+r.writes)/secs/nNodes)
 	fmt.Fprintf(&sb, "  agents' logs in the window: %s", r.logs)
-	say(b, "%s", sb.String())
+	suite.Say(b, "%s", sb.String())
 }
 
 func logLoadSummary(b *testing.B, rs []loadResult) {
@@ -1238,7 +1219,7 @@ func logLoadSummary(b *testing.B, rs []loadResult) {
 			sum(r.logs.throttled), sum(r.settle.throttled), sum(r.logs.renewFailed), sum(r.logs.lost))
 	}
 	_ = tw.Flush()
-	say(b, "%s", sb.String())
+	suite.Say(b, "%s", sb.String())
 }
 
 // ---------------------------------------------------------------------------
@@ -1301,7 +1282,7 @@ func BenchmarkAPIServerOutage(b *testing.B) {
 		}
 		return single == n, fmt.Sprintf("%d of %d VIPs in exactly one responder", single, n)
 	})
-	say(b, "%d VIPs announced, each by one node; stopping the API server for %s", n, outage)
+	suite.Say(b, "%d VIPs announced, each by one node; stopping the API server for %s", n, outage)
 
 	must(b, testCluster.FreezeAPIServer())
 	thawed := false
@@ -1353,7 +1334,7 @@ func BenchmarkAPIServerOutage(b *testing.B) {
 			time.Sleep(10 * proberInterval)
 			killedAt = time.Now()
 			must(b, victim.Kill9())
-			say(b, "kill -9 of %s (owner of %s) %s into the outage", victim.Name, victimVIP, time.Since(start).Round(time.Second))
+			suite.Say(b, "kill -9 of %s (owner of %s) %s into the outage", victim.Name, victimVIP, time.Since(start).Round(time.Second))
 			for failover == 0 && time.Since(killedAt) < 30*time.Second {
 				frames, err := client.since(mark)
 				must(b, err)
@@ -1375,7 +1356,7 @@ func BenchmarkAPIServerOutage(b *testing.B) {
 			for _, d := range doubles {
 				b.Errorf("%s", d)
 			}
-			say(b, "failover of %s during the outage: %.3f s; %d requests, %d answered by two MACs", victimVIP, failover.Seconds(), windows, len(doubles))
+			suite.Say(b, "failover of %s during the outage: %.3f s; %d requests, %d answered by two MACs", victimVIP, failover.Seconds(), windows, len(doubles))
 			if failover == 0 {
 				b.Errorf("nobody answered for %s within 30 s of killing %s", victimVIP, victim.Name)
 			}
@@ -1383,7 +1364,7 @@ func BenchmarkAPIServerOutage(b *testing.B) {
 		time.Sleep(time.Second)
 	}
 	thaw()
-	say(b, "API server back after %s", time.Since(start).Round(time.Second))
+	suite.Say(b, "API server back after %s", time.Since(start).Round(time.Second))
 	recorded := time.Now()
 	waitFor(b, func() (bool, string) {
 		ensureAgents(b)
@@ -1411,7 +1392,7 @@ func BenchmarkAPIServerOutage(b *testing.B) {
 	b.ReportMetric(float64(maxUnanswered), "max-unanswered-VIPs")
 	b.ReportMetric(float64(len(moved)), "moved-VIPs")
 	b.ReportMetric(failover.Seconds(), "failover-s")
-	say(b, "API server stopped %s, %d announced VIPs, %d samples: at most %d VIPs unanswered at once, %d moved (besides the killed node's); "+
+	suite.Say(b, "API server stopped %s, %d announced VIPs, %d samples: at most %d VIPs unanswered at once, %d moved (besides the killed node's); "+
 		"kill -9 of %s during the outage: another node answered %s after %.3f s; Leases recorded %s after the API server returned",
 		outage, n, samples, maxUnanswered, len(moved), victim.Name, victimVIP, failover.Seconds(), time.Since(recorded).Round(100*time.Millisecond))
 }

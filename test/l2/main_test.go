@@ -32,7 +32,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -286,25 +285,4 @@ func setup(agentBin, dbgBin string) error {
 		}
 	}
 	return nil
-}
-
-// stopLeftoverCluster stops the control plane of an earlier run.
-func stopLeftoverCluster(dir string) {
-	if dir == "" || !strings.HasPrefix(filepath.Base(dir), "herald-cluster-") {
-		return
-	}
-	if _, err := os.Stat(dir); err != nil {
-		return
-	}
-	root := cluster.RepoRoot()
-	if root == "" {
-		return
-	}
-	fmt.Fprintln(os.Stderr, "l2: stopping the leftover control plane in", dir)
-	out, err := exec.Command(filepath.Join(root, "install", "dev", "cluster-down.sh"), dir).CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "l2: %v\n%s\n", err, out)
-		return
-	}
-	_ = os.RemoveAll(dir)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/netlab"
+	"github.com/heraldlb/herald/test/suite"
 )
 
 // The test LAN (test/netlab). Everything the harness creates is named with
@@ -103,7 +104,7 @@ func cleanupLeftovers() {
 	agentproc.KillStrays(bins...)
 	for _, d := range dirs {
 		if b, err := os.ReadFile(filepath.Join(d, clusterDirFile)); err == nil {
-			stopLeftoverCluster(strings.TrimSpace(string(b)))
+			suite.StopLeftoverCluster("l2", strings.TrimSpace(string(b)))
 		}
 	}
 	for _, err := range netlab.Cleanup(prefix) {
