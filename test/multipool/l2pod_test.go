@@ -45,7 +45,9 @@ func TestL2PodAnnouncements(t *testing.T) {
 		t.Fatalf("pod %s has no IPv4 address: %v", p.Name, p.IPs())
 	}
 
-	var got capturedARP
+	// An ARP Announcement (a request, target MAC zero) and an unsolicited
+	// reply (target MAC broadcast), both from the node to broadcast.
+	var request, reply capturedARP
 	waitFor(t, timeout, func() (bool, string) {
 		frames, err := capture.frames()
 		if err != nil {
@@ -53,17 +55,25 @@ func TestL2PodAnnouncements(t *testing.T) {
 		}
 		for _, f := range frames {
 			if f.p.SenderIP == ip && f.p.TargetIP == ip {
-				got = f
-				return true, ""
+				if f.p.Operation == arp.OperationRequest {
+					request = f
+				} else {
+					reply = f
+				}
 			}
 		}
-		return false, fmt.Sprintf("no gratuitous ARP for %s on the LAN; %d ARP packets captured: %v", ip, len(frames), frames)
+		return request.p != nil && reply.p != nil, fmt.Sprintf("no gratuitous ARP request and reply for %s on the LAN; %d ARP packets captured: %v", ip, len(frames), frames)
 	})
 	mac := host.MAC.String()
-	if got.p.Operation != arp.OperationReply || got.p.SenderHardwareAddr.String() != mac ||
-		got.eth.Source.String() != mac || !slices.Equal(got.eth.Destination, ethernet.Broadcast) ||
-		!slices.Equal(got.p.TargetHardwareAddr, ethernet.Broadcast) {
-		t.Errorf("announcement of %s: %s; want an ARP reply from %s (Ethernet and sender) to broadcast", ip, got, mac)
+	for _, c := range []struct {
+		got       capturedARP
+		targetMAC net.HardwareAddr
+	}{{request, net.HardwareAddr{0, 0, 0, 0, 0, 0}}, {reply, ethernet.Broadcast}} {
+		got := c.got
+		if got.p.SenderHardwareAddr.String() != mac || got.eth.Source.String() != mac || !slices.Equal(got.eth.Destination, ethernet.Broadcast) ||
+			!slices.Equal(got.p.TargetHardwareAddr, c.targetMAC) {
+			t.Errorf("announcement of %s: %s; want it from %s (Ethernet and sender) to broadcast, target MAC %s", ip, got, mac, c.targetMAC)
+		}
 	}
 
 	// The agent announces in the order it learns of the addresses, and it

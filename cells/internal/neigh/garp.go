@@ -14,10 +14,15 @@ import (
 	"github.com/mdlayher/ethernet"
 )
 
-// SendGratuitousARP broadcasts an unsolicited ARP reply on the interface
-// saying that ip is at mac: Ethernet broadcast, sender and target IP both
-// ip, target hardware address broadcast (the packet Cilium sends). Linux
-// neighbours update an existing cache entry for ip on receiving it.
+// SendGratuitousARP tells the LAN that ip is at mac with two broadcast
+// frames: an ARP Announcement (RFC 5227: a request with sender and target
+// IP both ip, target hardware address zero) and the unsolicited reply
+// Cilium sends (target hardware address broadcast). Linux takes the
+// request as gratuitous and updates an existing cache entry at once; the
+// reply alone it ignores within the entry's locktime (1 s) of its last
+// change, which a previous owner's last answer may just have made, and the
+// neighbour would then keep sending to the old MAC for as long as traffic
+// through it confirms the entry. Other stacks take one form or the other.
 func SendGratuitousARP(ifindex int, ip netip.Addr, mac net.HardwareAddr) error {
 	if !ip.Is4() {
 		// ARP carries IPv4 only; IPv6 would need an unsolicited NA.
@@ -32,9 +37,18 @@ func SendGratuitousARP(ifindex int, ip netip.Addr, mac net.HardwareAddr) error {
 		return fmt.Errorf("arp socket on %s: %w", ifi.Name, err)
 	}
 	defer c.Close()
-	p, err := arp.NewPacket(arp.OperationReply, mac, ip, ethernet.Broadcast, ip)
+	announcement, err := arp.NewPacket(arp.OperationRequest, mac, ip, net.HardwareAddr{0, 0, 0, 0, 0, 0}, ip)
 	if err != nil {
 		return err
 	}
-	return c.WriteTo(p, ethernet.Broadcast)
+	reply, err := arp.NewPacket(arp.OperationReply, mac, ip, ethernet.Broadcast, ip)
+	if err != nil {
+		return err
+	}
+	for _, p := range []*arp.Packet{announcement, reply} {
+		if err := c.WriteTo(p, ethernet.Broadcast); err != nil {
+			return err
+		}
+	}
+	return nil
 }
