@@ -3,6 +3,7 @@ package tables
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/cilium/statedb"
@@ -269,8 +270,8 @@ func (o *BGPNodeOverride) TableRow() []string {
 	var insts []string
 	for _, i := range o.Instances {
 		s := fmt.Sprintf("%s(routerID=%s port=%d", i.Name, addrOrDash(i.RouterID), i.LocalPort)
-		for p, a := range i.LocalAddress {
-			s += " " + p + "@" + a.String()
+		for _, p := range slices.Sorted(mapsKeys(i.LocalAddress)) {
+			s += " " + p + "@" + i.LocalAddress[p].String()
 		}
 		insts = append(insts, s+")")
 	}
