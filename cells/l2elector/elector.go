@@ -170,6 +170,7 @@ func (e *elector) run(ctx context.Context, health cell.Health) error {
 		lastTerm     string
 		lastMembers  uint64
 		lastMayMove  bool
+		lastGrace    bool
 		inputs       []<-chan struct{}
 		writesLanded bool
 	)
@@ -194,13 +195,15 @@ func (e *elector) run(ctx context.Context, health cell.Health) error {
 			}
 		}
 		writesLanded = e.drainResults() || writesLanded
+		grace := inRejoinGrace(rows, e.fence.since, now)
 		// Decide again when an input changed; echoes only move the fence.
-		if inputs == nil || closed(inputs...) || fresh != lastFresh || e.fence.term != lastTerm || version != lastMembers || writesLanded || st.mayMove != lastMayMove {
+		if inputs == nil || closed(inputs...) || fresh != lastFresh || e.fence.term != lastTerm || version != lastMembers || writesLanded ||
+			st.mayMove != lastMayMove || grace != lastGrace {
 			inputs = e.round(fresh, st.mayMove, rows)
 			writesLanded = false
 		}
 		e.publishFence(fresh)
-		lastFresh, lastTerm, lastMembers, lastMayMove = fresh, e.fence.term, version, st.mayMove
+		lastFresh, lastTerm, lastMembers, lastMayMove, lastGrace = fresh, e.fence.term, version, st.mayMove, grace
 
 		select {
 		case <-ctx.Done():
@@ -273,8 +276,12 @@ func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan s
 	v := view{self: e.self, term: e.fence.term, fresh: fresh, mayMove: mayMove, apiUp: e.apiUp(time.Now()),
 		members: map[string]member{}, groups: statedb.Collect(cands), records: map[string]holding{},
 		took: e.took, withdrawn: map[string]bool{}}
+	now := time.Now()
 	for _, m := range rows {
-		v.members[m.Node] = member{live: m.Live(), term: m.Term, tookOver: m.TookOver}
+		// A death seen before this node's term began counts only after
+		// the rejoin grace: until then the member is treated as alive.
+		live := m.Live() || !deathTrusted(m, e.fence.since, now)
+		v.members[m.Node] = member{live: live, term: m.Term, tookOver: m.TookOver}
 	}
 	for l := range recs {
 		v.records[l.Name] = holding{holder: l.Holder, term: l.Term, version: l.ResourceVersion}

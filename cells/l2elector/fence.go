@@ -14,6 +14,7 @@ import (
 type fence struct {
 	term  string
 	until time.Time
+	since time.Time // when the term began
 	// newTerm names a term; random, so that a restarted agent never
 	// reuses the name of one of its earlier terms.
 	newTerm func() string
@@ -31,7 +32,7 @@ func (f *fence) advance(now, until time.Time) bool {
 		}
 		return false
 	}
-	f.term, f.until = f.newTerm(), until
+	f.term, f.until, f.since = f.newTerm(), until, now
 	return true
 }
 
