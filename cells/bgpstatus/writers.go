@@ -61,7 +61,8 @@ func registerNodeConfigWriter(p params) {
 			for s := range peers {
 				byKey[s.Key()] = s
 			}
-			if err := w.sync(ctx, statedb.Collect(insts), byKey); err != nil {
+			err := w.sync(ctx, statedb.Collect(insts), byKey)
+			if err != nil {
 				w.cur = nil // read it again
 				health.Degraded("writing CiliumBGPNodeConfig "+w.name, err)
 				p.Log.Warn("Could not write CiliumBGPNodeConfig; retrying", "node", w.name, "error", err)
@@ -72,6 +73,9 @@ func registerNodeConfigWriter(p params) {
 			case <-ctx.Done():
 				return nil
 			case <-time.After(minWriteInterval):
+			}
+			if err != nil {
+				continue // try again, whether or not the tables changed
 			}
 			select {
 			case <-ctx.Done():
