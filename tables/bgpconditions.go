@@ -24,5 +24,4 @@ const (
 	ReasonBGPNotEstablished = "SessionsNotEstablished"
 	ReasonBGPNotConfigured  = "PeersNotConfigured"
 	ReasonBGPInstanceErrors = "InstanceErrors"
-	ReasonBGPNoInstances    = "NoInstances"
 )

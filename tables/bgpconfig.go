@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 )
 
 // The tables of the BGP control plane's resources, reflected as they are:
@@ -20,21 +22,6 @@ const (
 	BGPPeerConfigsTableName    = "bgp-peer-configs"
 	BGPAdvertisementsTableName = "bgp-advertisements"
 	BGPNodeOverridesTableName  = "bgp-node-overrides"
-)
-
-// The values of the BGP resources' enums Herald acts on.
-const (
-	BGPAFIIPv4     = "ipv4"
-	BGPAFIIPv6     = "ipv6"
-	BGPSAFIUnicast = "unicast"
-
-	BGPAdvertPodCIDR         = "PodCIDR"
-	BGPAdvertCiliumPodIPPool = "CiliumPodIPPool"
-	BGPAdvertService         = "Service"
-
-	BGPAddressLoadBalancerIP = "LoadBalancerIP"
-	BGPAddressClusterIP      = "ClusterIP"
-	BGPAddressExternalIP     = "ExternalIP"
 )
 
 // BGPClusterConfig is a CiliumBGPClusterConfig: which nodes run which BGP
@@ -49,6 +36,8 @@ type BGPClusterConfig struct {
 	Instances         []BGPInstanceSpec     `json:"instances"`
 
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	nodeSel labels.Selector // NodeSelector parsed once (nil: parse on use)
 }
 
 // BGPInstanceSpec is one bgpInstances entry of a cluster config.
@@ -73,7 +62,7 @@ type BGPPeerSpec struct {
 // SelectsNode matches the node selector; nil selects every node, a
 // selector that does not parse none.
 func (c *BGPClusterConfig) SelectsNode(nodeLabels map[string]string) bool {
-	return matches(c.NodeSelector, c.NodeSelectorError, true, nodeLabels)
+	return matches(c.nodeSel, c.NodeSelector, c.NodeSelectorError, true, nodeLabels)
 }
 
 func (c *BGPClusterConfig) TableHeader() []string {
@@ -121,43 +110,34 @@ type BGPFamily struct {
 	SAFI                string                `json:"safi"`
 	Advertisements      *metav1.LabelSelector `json:"advertisements,omitempty"`
 	AdvertisementsError string                `json:"advertisementsError,omitempty"`
+
+	advSel labels.Selector // Advertisements parsed once (nil: parse on use)
 }
 
 // SelectsAdvertisement matches the family's advertisement selector; nil
 // selects no advertisement (Cilium's rule: nothing is sent unless asked).
 func (f BGPFamily) SelectsAdvertisement(advLabels map[string]string) bool {
-	return matches(f.Advertisements, f.AdvertisementsError, false, advLabels)
+	return matches(f.advSel, f.Advertisements, f.AdvertisementsError, false, advLabels)
 }
 
 // IPv6 reports whether the family carries IPv6 prefixes.
-func (f BGPFamily) IPv6() bool { return f.AFI == BGPAFIIPv6 }
-
-// Cilium's defaults for a peer without a CiliumBGPPeerConfig, and for the
-// fields a peer config leaves out.
-const (
-	DefaultBGPPeerPort            = 179
-	DefaultBGPConnectRetrySeconds = 120
-	DefaultBGPHoldTimeSeconds     = 90
-	DefaultBGPKeepAliveSeconds    = 30
-	DefaultBGPRestartTimeSeconds  = 120
-	DefaultBGPEBGPMultihop        = 1
-)
+func (f BGPFamily) IPv6() bool { return f.AFI == v2alpha1.BGPAfiIPv6 }
 
 // DefaultBGPPeerConfig is what a peer without a peerConfigRef gets: both
 // unicast families, nothing advertised.
 func DefaultBGPPeerConfig() *BGPPeerConfig {
 	return &BGPPeerConfig{
-		PeerPort: DefaultBGPPeerPort, ConnectRetrySeconds: DefaultBGPConnectRetrySeconds,
-		HoldTimeSeconds: DefaultBGPHoldTimeSeconds, KeepAliveSeconds: DefaultBGPKeepAliveSeconds,
-		RestartTimeSeconds: DefaultBGPRestartTimeSeconds, EBGPMultihop: DefaultBGPEBGPMultihop,
+		PeerPort: v2alpha1.DefaultBGPPeerPort, ConnectRetrySeconds: v2alpha1.DefaultBGPConnectRetryTimeSeconds,
+		HoldTimeSeconds: v2alpha1.DefaultBGPHoldTimeSeconds, KeepAliveSeconds: v2alpha1.DefaultBGPKeepAliveTimeSeconds,
+		RestartTimeSeconds: v2alpha1.DefaultBGPGRRestartTimeSeconds, EBGPMultihop: v2alpha1.DefaultBGPEBGPMultihopTTL,
 		Families: defaultBGPFamilies(),
 	}
 }
 
 func defaultBGPFamilies() []BGPFamily {
 	return []BGPFamily{
-		{AFI: BGPAFIIPv4, SAFI: BGPSAFIUnicast},
-		{AFI: BGPAFIIPv6, SAFI: BGPSAFIUnicast},
+		{AFI: v2alpha1.BGPAfiIPv4, SAFI: v2alpha1.BGPSafiUnicast},
+		{AFI: v2alpha1.BGPAfiIPv6, SAFI: v2alpha1.BGPSafiUnicast},
 	}
 }
 
@@ -194,17 +174,19 @@ type BGPAdvertisement struct {
 
 // BGPAdvert is one entry of a CiliumBGPAdvertisement.
 type BGPAdvert struct {
-	Type          string                `json:"type"`
-	Addresses     []string              `json:"addresses,omitempty"` // Service: LoadBalancerIP, ClusterIP, ExternalIP
-	Selector      *metav1.LabelSelector `json:"selector,omitempty"`
-	SelectorError string                `json:"selectorError,omitempty"`
-	Attributes    BGPAttributes         `json:"attributes"`
+	Type          v2alpha1.BGPAdvertisementType    `json:"type"`
+	Addresses     []v2alpha1.BGPServiceAddressType `json:"addresses,omitempty"` // Service: LoadBalancerIP, ClusterIP, ExternalIP
+	Selector      *metav1.LabelSelector            `json:"selector,omitempty"`
+	SelectorError string                           `json:"selectorError,omitempty"`
+	Attributes    BGPAttributes                    `json:"attributes"`
+
+	sel labels.Selector // Selector parsed once (nil: parse on use)
 }
 
 // Selects matches the entry's selector against a Service's or a pool's
 // labels; nil selects nothing (Cilium's rule).
 func (a BGPAdvert) Selects(objLabels map[string]string) bool {
-	return matches(a.Selector, a.SelectorError, false, objLabels)
+	return matches(a.sel, a.Selector, a.SelectorError, false, objLabels)
 }
 
 // Errors are the entry's selector and attribute problems.
@@ -228,11 +210,15 @@ func (a *BGPAdvertisement) TableHeader() []string {
 func (a *BGPAdvertisement) TableRow() []string {
 	var advs []string
 	for _, adv := range a.Advertisements {
-		s := adv.Type
+		s := string(adv.Type)
 		if len(adv.Addresses) > 0 {
-			s += "(" + strings.Join(adv.Addresses, ",") + ")"
+			var addrs []string
+			for _, a := range adv.Addresses {
+				addrs = append(addrs, string(a))
+			}
+			s += "(" + strings.Join(addrs, ",") + ")"
 		}
-		if adv.Type != BGPAdvertPodCIDR {
+		if adv.Type != v2alpha1.BGPPodCIDRAdvert {
 			s += "[" + selectorString(adv.Selector, "<none>") + "]"
 		}
 		if attrs := adv.Attributes.String(); attrs != "" {
@@ -326,19 +312,36 @@ func NewBGPNodeOverridesTable(db *statedb.DB) (statedb.RWTable[*BGPNodeOverride]
 }
 
 // matches applies a label selector that may be nil (nilMatches says what
-// nil means) or broken (parseErr set: matches nothing).
-func matches(sel *metav1.LabelSelector, parseErr string, nilMatches bool, objLabels map[string]string) bool {
+// nil means) or broken (parseErr set: matches nothing). parsed is the
+// selector as the conversion parsed it; rows made otherwise (tests) parse
+// on use. The derivation matches every Service against every
+// advertisement on each change: parsing once keeps that cheap.
+func matches(parsed labels.Selector, sel *metav1.LabelSelector, parseErr string, nilMatches bool, objLabels map[string]string) bool {
 	if parseErr != "" {
 		return false
 	}
 	if sel == nil {
 		return nilMatches
 	}
+	if parsed == nil {
+		var err error
+		if parsed, err = selectorFrom(sel); err != nil {
+			return false
+		}
+	}
+	return parsed.Matches(labels.Set(objLabels))
+}
+
+// parseSelector parses a selector for matches; nil for none or a broken one.
+func parseSelector(sel *metav1.LabelSelector) labels.Selector {
+	if sel == nil {
+		return nil
+	}
 	s, err := selectorFrom(sel)
 	if err != nil {
-		return false
+		return nil
 	}
-	return s.Matches(labels.Set(objLabels))
+	return s
 }
 
 // checkSelector returns the problem of a selector, "" when it is fine.

@@ -17,7 +17,7 @@ import (
 func BGPClusterConfigFromK8s(c *v2alpha1.CiliumBGPClusterConfig) *BGPClusterConfig {
 	out := &BGPClusterConfig{Name: c.Name, UID: string(c.UID), Generation: c.Generation,
 		NodeSelector: c.Spec.NodeSelector.DeepCopy(), NodeSelectorError: checkSelector(c.Spec.NodeSelector, "spec.nodeSelector"),
-		Conditions: slices.Clone(c.Status.Conditions)}
+		Conditions: slices.Clone(c.Status.Conditions), nodeSel: parseSelector(c.Spec.NodeSelector)}
 	for _, i := range c.Spec.BGPInstances {
 		inst := BGPInstanceSpec{Name: i.Name}
 		if i.LocalASN != nil {
@@ -82,7 +82,8 @@ func BGPPeerConfigFromK8s(c *v2alpha1.CiliumBGPPeerConfig) *BGPPeerConfig {
 		for i, f := range s.Families {
 			out.Families = append(out.Families, BGPFamily{AFI: f.Afi, SAFI: f.Safi,
 				Advertisements:      f.Advertisements.DeepCopy(),
-				AdvertisementsError: checkSelector(f.Advertisements, fmt.Sprintf("spec.families[%d].advertisements", i))})
+				AdvertisementsError: checkSelector(f.Advertisements, fmt.Sprintf("spec.families[%d].advertisements", i)),
+				advSel:              parseSelector(f.Advertisements)})
 		}
 	}
 	return out
@@ -104,13 +105,13 @@ func BGPAdvertisementFromK8s(a *v2alpha1.CiliumBGPAdvertisement) *BGPAdvertiseme
 	out := &BGPAdvertisement{Name: a.Name, UID: string(a.UID), Generation: a.Generation, Labels: maps(a.Labels),
 		Conditions: slices.Clone(a.Status.Conditions)}
 	for i, adv := range a.Spec.Advertisements {
-		entry := BGPAdvert{Type: string(adv.AdvertisementType), Selector: adv.Selector.DeepCopy()}
+		entry := BGPAdvert{Type: adv.AdvertisementType, Selector: adv.Selector.DeepCopy(), sel: parseSelector(adv.Selector)}
 		if adv.AdvertisementType != v2alpha1.BGPPodCIDRAdvert {
 			entry.SelectorError = checkSelector(adv.Selector, fmt.Sprintf("spec.advertisements[%d].selector", i))
 		}
 		if adv.Service != nil {
 			for _, t := range adv.Service.Addresses {
-				entry.Addresses = append(entry.Addresses, string(t))
+				entry.Addresses = append(entry.Addresses, t)
 			}
 		}
 		if at := adv.Attributes; at != nil {

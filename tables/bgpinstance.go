@@ -3,6 +3,7 @@ package tables
 import (
 	"fmt"
 	"net/netip"
+	"reflect"
 	"strings"
 
 	"github.com/cilium/statedb"
@@ -60,9 +61,7 @@ type BGPPeer struct {
 }
 
 // Equal compares everything the speaker configures, the password too.
-func (p BGPPeer) Equal(o BGPPeer) bool {
-	return fmt.Sprintf("%#v", p) == fmt.Sprintf("%#v", o)
-}
+func (p BGPPeer) Equal(o BGPPeer) bool { return reflect.DeepEqual(p, o) }
 
 func (i *BGPInstance) TableHeader() []string {
 	return []string{"Instance", "ClusterConfig", "ASN", "RouterID", "ListenPort", "Peers", "Error"}

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -82,7 +83,7 @@ func derive(in inputs) ([]*tables.BGPInstance, []*tables.BGPRoute) {
 			}
 			pc := peerConfigOf(in, peer.PeerConfig)
 			for _, fam := range pc.Families {
-				if fam.SAFI != tables.BGPSAFIUnicast {
+				if fam.SAFI != v2alpha1.BGPSafiUnicast {
 					continue
 				}
 				for _, adv := range in.adverts {
@@ -208,13 +209,13 @@ func prefixesOf(in inputs, entry tables.BGPAdvert, ipv6 bool) []prefixReason {
 	var out []prefixReason
 	fits := func(p netip.Prefix) bool { return p.IsValid() && p.Addr().Is6() == ipv6 }
 	switch entry.Type {
-	case tables.BGPAdvertPodCIDR:
+	case v2alpha1.BGPPodCIDRAdvert:
 		for _, p := range in.self.PodCIDRs {
 			if fits(p) {
 				out = append(out, prefixReason{p, "PodCIDR of node " + in.self.Name})
 			}
 		}
-	case tables.BGPAdvertCiliumPodIPPool:
+	case v2alpha1.BGPCiliumPodIPPoolAdvert:
 		if in.ciliumNode == nil {
 			break
 		}
@@ -228,7 +229,7 @@ func prefixesOf(in inputs, entry tables.BGPAdvert, ipv6 bool) []prefixReason {
 				}
 			}
 		}
-	case tables.BGPAdvertService:
+	case v2alpha1.BGPServiceAdvert:
 		for _, svc := range in.services {
 			if !entry.Selects(svc.SelectorLabels()) {
 				continue
@@ -236,7 +237,7 @@ func prefixesOf(in inputs, entry tables.BGPAdvert, ipv6 bool) []prefixReason {
 			for _, kind := range entry.Addresses {
 				for _, ip := range serviceAddresses(in, svc, kind) {
 					if p := netip.PrefixFrom(ip, ip.BitLen()); fits(p) {
-						out = append(out, prefixReason{p, "Service " + svc.Key() + " " + kind})
+						out = append(out, prefixReason{p, "Service " + svc.Key() + " " + string(kind)})
 					}
 				}
 			}
@@ -250,10 +251,10 @@ func prefixesOf(in inputs, entry tables.BGPAdvert, ipv6 bool) []prefixReason {
 // io.cilium/bgp-control-plane; with a Local traffic policy (external for
 // LoadBalancer and external IPs, internal for ClusterIPs) only when a ready
 // endpoint runs here: kube-proxy drops that traffic on any other node.
-func serviceAddresses(in inputs, svc *tables.Service, kind string) []netip.Addr {
+func serviceAddresses(in inputs, svc *tables.Service, kind v2alpha1.BGPServiceAddressType) []netip.Addr {
 	local := func(policy string) bool { return policy == string(corev1.ServiceExternalTrafficPolicyLocal) }
 	switch kind {
-	case tables.BGPAddressLoadBalancerIP:
+	case v2alpha1.BGPLoadBalancerIPAddr:
 		if svc.Type != corev1.ServiceTypeLoadBalancer || (svc.LoadBalancerClass != "" && svc.LoadBalancerClass != ClassBGP) {
 			return nil
 		}
@@ -261,12 +262,12 @@ func serviceAddresses(in inputs, svc *tables.Service, kind string) []netip.Addr 
 			return nil
 		}
 		return svc.IngressIPs
-	case tables.BGPAddressExternalIP:
+	case v2alpha1.BGPExternalIPAddr:
 		if local(svc.ExternalTrafficPolicy) && !in.readyHere(svc.Key()) {
 			return nil
 		}
 		return svc.ExternalIPs
-	case tables.BGPAddressClusterIP:
+	case v2alpha1.BGPClusterIPAddr:
 		if local(svc.InternalTrafficPolicy) && !in.readyHere(svc.Key()) {
 			return nil
 		}

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -54,7 +55,7 @@ func advert(name string, entries ...tables.BGPAdvert) *tables.BGPAdvertisement {
 	return &tables.BGPAdvertisement{Name: name, Labels: map[string]string{"advertise": "bgp"}, Advertisements: entries}
 }
 
-var lbAdvert = tables.BGPAdvert{Type: tables.BGPAdvertService, Addresses: []string{tables.BGPAddressLoadBalancerIP}, Selector: sel}
+var lbAdvert = tables.BGPAdvert{Type: v2alpha1.BGPServiceAdvert, Addresses: []v2alpha1.BGPServiceAddressType{v2alpha1.BGPLoadBalancerIPAddr}, Selector: sel}
 
 // routeLines renders routes as "instance peer prefix attrs | reasons".
 func routeLines(rs []*tables.BGPRoute) []string {
@@ -146,7 +147,7 @@ func TestDerive(t *testing.T) {
 		{
 			name: "PodCIDR: the node's pod CIDRs in their families",
 			edit: func(in *inputs) {
-				in.adverts = []*tables.BGPAdvertisement{advert("pods", tables.BGPAdvert{Type: tables.BGPAdvertPodCIDR})}
+				in.adverts = []*tables.BGPAdvertisement{advert("pods", tables.BGPAdvert{Type: v2alpha1.BGPPodCIDRAdvert})}
 			},
 			wantRoutes: []string{
 				"main tor 198.18.100.0/24  | PodCIDR of node node1 (advertisement pods)",
@@ -156,7 +157,7 @@ func TestDerive(t *testing.T) {
 		{
 			name: "CiliumPodIPPool: the node's CIDRs of the selected pools",
 			edit: func(in *inputs) {
-				in.adverts = []*tables.BGPAdvertisement{advert("pools", tables.BGPAdvert{Type: tables.BGPAdvertCiliumPodIPPool,
+				in.adverts = []*tables.BGPAdvertisement{advert("pools", tables.BGPAdvert{Type: v2alpha1.BGPCiliumPodIPPoolAdvert,
 					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"routed": "true"}}})}
 				in.podPools = []*tables.PodIPPool{{Name: "green", Labels: map[string]string{"routed": "true"}}, {Name: "blue"}}
 				in.ciliumNode = &tables.CiliumNode{Name: "node1", Allocated: []tables.PoolCIDRs{

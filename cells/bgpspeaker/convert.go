@@ -9,6 +9,7 @@ import (
 	api "github.com/osrg/gobgp/v3/api"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -61,9 +62,9 @@ func peerToAPI(p tables.BGPPeer) *api.Peer {
 	for _, f := range p.Families {
 		var fam *api.Family
 		switch f {
-		case tables.BGPAFIIPv4 + "-" + tables.BGPSAFIUnicast:
+		case v2alpha1.BGPAfiIPv4 + "-" + v2alpha1.BGPSafiUnicast:
 			fam = familyIPv4
-		case tables.BGPAFIIPv6 + "-" + tables.BGPSAFIUnicast:
+		case v2alpha1.BGPAfiIPv6 + "-" + v2alpha1.BGPSafiUnicast:
 			fam = familyIPv6
 		default:
 			continue

@@ -11,6 +11,7 @@ import (
 	api "github.com/osrg/gobgp/v3/api"
 	"github.com/osrg/gobgp/v3/pkg/server"
 
+	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -334,11 +335,11 @@ func (s *speaker) peerStates(ctx context.Context) []*tables.BGPPeerState {
 			if fam == nil || !as.GetState().GetEnabled() {
 				continue
 			}
-			afi := tables.BGPAFIIPv4
+			afi := v2alpha1.BGPAfiIPv4
 			if fam.Afi == api.Family_AFI_IP6 {
-				afi = tables.BGPAFIIPv6
+				afi = v2alpha1.BGPAfiIPv6
 			}
-			st.Routes = append(st.Routes, tables.BGPFamilyRoutes{AFI: afi, SAFI: tables.BGPSAFIUnicast,
+			st.Routes = append(st.Routes, tables.BGPFamilyRoutes{AFI: afi, SAFI: v2alpha1.BGPSafiUnicast,
 				Advertised: int(as.GetState().GetAdvertised()), Received: int(as.GetState().GetReceived())})
 		}
 		out = append(out, st)

@@ -25,13 +25,13 @@ func TestLoadBalancerIP(t *testing.T) {
 	vip := waitVIP(t, ns, "web")
 	p := hostPrefix(vip)
 
-	paths := waitAdvertisedBy(t, p, allNodes()...)
+	paths := waitAdvertisedBy(t, p, nodes...)
 	for _, path := range paths {
 		if !slices.Contains(path.Communities, "65001:100") || !slices.Contains(path.LargeCommunities, "65001:1:2") {
 			t.Errorf("path %+v lacks the advertisement's communities", path)
 		}
 	}
-	waitKernelECMP(t, p, allNodes()...)
+	waitKernelECMP(t, p, nodes...)
 
 	// The agent says what it advertises and why.
 	routes := dbgTable[tables.BGPRoute](t, nodes[0], tables.BGPRoutesTableName)
@@ -95,8 +95,8 @@ func TestIPv6LoadBalancerIP(t *testing.T) {
 	if !vip.Is6() {
 		t.Fatalf("VIP %s is not IPv6", vip)
 	}
-	waitAdvertisedBy(t, hostPrefix(vip), allNodes()...)
-	waitKernelECMP(t, hostPrefix(vip), allNodes()...)
+	waitAdvertisedBy(t, hostPrefix(vip), nodes...)
+	waitKernelECMP(t, hostPrefix(vip), nodes...)
 }
 
 // A Service that loses its selection (its label) is withdrawn; one of
@@ -106,7 +106,7 @@ func TestSelectionAndClass(t *testing.T) {
 	ns := newNamespace(t)
 	createService(t, ns, "web", singleStack(corev1.IPv4Protocol))
 	vip := waitVIP(t, ns, "web")
-	waitAdvertisedBy(t, hostPrefix(vip), allNodes()...)
+	waitAdvertisedBy(t, hostPrefix(vip), nodes...)
 
 	svc, err := kube.CoreV1().Services(ns).Get(ctxT(t), "web", metav1.GetOptions{})
 	if err != nil {
@@ -125,7 +125,7 @@ func TestSelectionAndClass(t *testing.T) {
 		singleStack(corev1.IPv4Protocol)(s)
 		s.Spec.LoadBalancerClass = ptrTo("io.cilium/bgp-control-plane")
 	})
-	waitAdvertisedBy(t, hostPrefix(waitVIP(t, ns, "bgp-class")), allNodes()...)
+	waitAdvertisedBy(t, hostPrefix(waitVIP(t, ns, "bgp-class")), nodes...)
 }
 
 // externalTrafficPolicy: Local: only nodes with a ready endpoint advertise.

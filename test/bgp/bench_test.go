@@ -39,17 +39,6 @@ import (
 	"github.com/heraldlb/herald/test/suite"
 )
 
-func envInt(b *testing.B, key string, def int) int {
-	if v := os.Getenv(key); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			b.Fatalf("%s=%q: %v", key, v, err)
-		}
-		return n
-	}
-	return def
-}
-
 func benchNamespace(b *testing.B, name string) string {
 	b.Helper()
 	ctx := context.Background()
@@ -99,7 +88,7 @@ func rssMiB(n *node) float64 {
 }
 
 func BenchmarkRouteLatency(b *testing.B) {
-	count := envInt(b, "BENCH_BGP_SERVICES", 100)
+	count := suite.EnvInt(b, "BENCH_BGP_SERVICES", 100)
 	ns := benchNamespace(b, "hbgp-bench-latency")
 	defer deleteBenchServices(ns, count)
 	ctx := context.Background()
@@ -143,7 +132,7 @@ func BenchmarkRouteLatency(b *testing.B) {
 }
 
 func BenchmarkScale(b *testing.B) {
-	count := envInt(b, "BENCH_BGP_SCALE", 1000)
+	count := suite.EnvInt(b, "BENCH_BGP_SCALE", 1000)
 	ns := benchNamespace(b, "hbgp-bench-scale")
 	ctx := context.Background()
 	var before []float64
@@ -251,7 +240,7 @@ func rssPairs(before, after []float64) string {
 }
 
 func BenchmarkNodeLoss(b *testing.B) {
-	trials := envInt(b, "BENCH_BGP_TRIALS", 5)
+	trials := suite.EnvInt(b, "BENCH_BGP_TRIALS", 5)
 	ns := benchNamespace(b, "hbgp-bench-loss")
 	defer deleteBenchServices(ns, 0)
 	ctx := context.Background()

@@ -218,9 +218,6 @@ func waitKernelECMP(t *testing.T, p netip.Prefix, ns ...*node) {
 	})
 }
 
-// allNodes is every node of the suite.
-func allNodes() []*node { return nodes }
-
 // ensureAgents restarts an agent a failed test left dead.
 func ensureAgents(t *testing.T) {
 	t.Helper()

@@ -16,7 +16,7 @@ func TestGracefulRestart(t *testing.T) {
 	ns := newNamespace(t)
 	createService(t, ns, "web", singleStack(corev1.IPv4Protocol))
 	p := hostPrefix(waitVIP(t, ns, "web"))
-	waitAdvertisedBy(t, p, allNodes()...)
+	waitAdvertisedBy(t, p, nodes...)
 	for _, how := range []struct {
 		name string
 		stop func(*node) error
@@ -46,12 +46,12 @@ func restartKeepsRoutes(t *testing.T, p netip.Prefix, victim *node, stop func(*n
 		return false, describe(paths)
 	})
 	// The data plane keeps all three next hops meanwhile.
-	waitKernelECMP(t, p, allNodes()...)
+	waitKernelECMP(t, p, nodes...)
 
 	if err := victim.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitAdvertisedBy(t, p, allNodes()...) // fresh again: no path stale
+	waitAdvertisedBy(t, p, nodes...) // fresh again: no path stale
 }
 
 // A Service created while an agent is down is advertised by that agent once
@@ -62,7 +62,7 @@ func TestRestartCatchesUp(t *testing.T) {
 	ns := newNamespace(t)
 	createService(t, ns, "old", singleStack(corev1.IPv4Protocol))
 	old := hostPrefix(waitVIP(t, ns, "old"))
-	waitAdvertisedBy(t, old, allNodes()...)
+	waitAdvertisedBy(t, old, nodes...)
 
 	victim := nodes[1]
 	if err := victim.Kill9(); err != nil {
@@ -78,6 +78,6 @@ func TestRestartCatchesUp(t *testing.T) {
 	if err := victim.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitAdvertisedBy(t, fresh, allNodes()...)
+	waitAdvertisedBy(t, fresh, nodes...)
 	waitWithdrawn(t, old)
 }

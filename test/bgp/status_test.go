@@ -69,7 +69,7 @@ func TestBadInput(t *testing.T) {
 	ns := newNamespace(t)
 	createService(t, ns, "web", singleStack(corev1.IPv4Protocol))
 	p := hostPrefix(waitVIP(t, ns, "web"))
-	waitAdvertisedBy(t, p, allNodes()...)
+	waitAdvertisedBy(t, p, nodes...)
 
 	c := herald.CiliumV2alpha1()
 	bad := &v2alpha1.CiliumBGPClusterConfig{
@@ -127,7 +127,7 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 	// Everything else as it was.
-	waitAdvertisedBy(t, p, allNodes()...)
+	waitAdvertisedBy(t, p, nodes...)
 	for _, n := range nodes {
 		waitNodeCondition(t, n, tables.ConditionBGPPeersEstablished, metav1.ConditionTrue, "2 of 2")
 	}
@@ -143,7 +143,7 @@ func TestMD5(t *testing.T) {
 	ns := newNamespace(t)
 	createService(t, ns, "web", singleStack(corev1.IPv4Protocol))
 	p := hostPrefix(waitVIP(t, ns, "web"))
-	waitAdvertisedBy(t, p, allNodes()...)
+	waitAdvertisedBy(t, p, nodes...)
 	n3 := nodes[2]
 	c := herald.CiliumV2alpha1()
 
@@ -212,7 +212,7 @@ func TestMD5(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitNodeCondition(t, n3, tables.ConditionBGPPeersEstablished, metav1.ConditionTrue, "1 of 1")
-	waitAdvertisedBy(t, p, allNodes()...)
+	waitAdvertisedBy(t, p, nodes...)
 }
 
 func setNodeLabel(t *testing.T, n *node, key, value string) {

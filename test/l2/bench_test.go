@@ -129,18 +129,6 @@ func restartAgents(args func(*node) []string) error {
 // Environment knobs
 // ---------------------------------------------------------------------------
 
-func envInt(b *testing.B, key string, def int) int {
-	v := os.Getenv(key)
-	if v == "" {
-		return def
-	}
-	i, err := strconv.Atoi(v)
-	if err != nil || i < 1 {
-		b.Fatalf("%s=%q: want a positive integer", key, v)
-	}
-	return i
-}
-
 func envInts(b *testing.B, key string, def []int) []int {
 	v := os.Getenv(key)
 	if v == "" {
@@ -351,7 +339,7 @@ const proberInterval = 20 * time.Millisecond
 // request windows (from one request of the prober to the next) in which
 // two different MACs replied, which must never happen.
 func BenchmarkFailover(b *testing.B) {
-	trials := envInt(b, "BENCH_L2_TRIALS", 20)
+	trials := suite.EnvInt(b, "BENCH_L2_TRIALS", 20)
 	for _, st := range failoverSettings {
 		b.Run(st.name, func(b *testing.B) { benchFailover(b, st, trials) })
 	}
@@ -1238,7 +1226,7 @@ const outagePoolCIDR = "198.18.160.0/24"
 // server is back, it waits until the Leases name the nodes that answer.
 func BenchmarkAPIServerOutage(b *testing.B) {
 	outage := envDuration(b, "BENCH_L2_OUTAGE", 120*time.Second)
-	n := envInt(b, "BENCH_L2_OUTAGE_SERVICES", 100)
+	n := suite.EnvInt(b, "BENCH_L2_OUTAGE_SERVICES", 100)
 	ensureAgents(b)
 	withTimings(b, defaultTimings, "--l2-announcements-election=members")
 	bn := newBenchNS(b)

@@ -3,6 +3,8 @@ package suite
 import (
 	"fmt"
 	"math"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -24,4 +26,18 @@ func Percentile(sorted []float64, p float64) float64 {
 	}
 	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
 	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// EnvInt reads a benchmark's knob from the environment: a positive
+// integer, def when unset.
+func EnvInt(b *testing.B, key string, def int) int {
+	v := os.Getenv(key)
+	if v == "" {
+		return def
+	}
+	i, err := strconv.Atoi(v)
+	if err != nil || i < 1 {
+		b.Fatalf("%s=%q: want a positive integer", key, v)
+	}
+	return i
 }
