@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -481,7 +482,7 @@ func TestLoadMountsSysFsBPF(t *testing.T) {
 		runtime.LockOSThread()
 		errc <- func() error {
 			if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-				return errSkip{err}
+				return fmt.Errorf("a private mount namespace: %w", err)
 			}
 			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 				return err
@@ -489,10 +490,10 @@ func TestLoadMountsSysFsBPF(t *testing.T) {
 			// A fresh sysfs, without the host's mounts below it, as
 			// `ip netns exec` does.
 			if err := unix.Unmount("/sys", unix.MNT_DETACH); err != nil {
-				return errSkip{err}
+				return fmt.Errorf("unmounting /sys in the private mount namespace: %w", err)
 			}
 			if err := unix.Mount("sysfs", "/sys", "sysfs", 0, ""); err != nil {
-				return errSkip{err}
+				return fmt.Errorf("mounting a fresh sysfs: %w", err)
 			}
 			if ok, _ := isBPFFS(DefaultBPFFSRoot); ok {
 				return errors.New("fresh /sys has a bpffs at /sys/fs/bpf")
@@ -509,19 +510,10 @@ func TestLoadMountsSysFsBPF(t *testing.T) {
 			return err
 		}()
 	}()
-	err := <-errc
-	var skip errSkip
-	if errors.As(err, &skip) {
-		t.Skipf("cannot set up a private mount namespace: %v", skip.err)
-	}
-	if err != nil {
+	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
 }
-
-type errSkip struct{ err error }
-
-func (e errSkip) Error() string { return e.err.Error() }
 
 // key4 is ip's key in l2_responder_v4.
 func key4(t testing.TB, r *Responder, ip netip.Addr, ifindex int) l2responderL2ResponderKey {

@@ -43,7 +43,7 @@ import (
 func requireRoot(tb testing.TB) {
 	tb.Helper()
 	if os.Geteuid() != 0 {
-		tb.Skip("needs root (network namespaces, BPF)")
+		tb.Fatal("needs root (network namespaces, BPF); run it as root, as make test does")
 	}
 }
 

@@ -129,7 +129,7 @@ func TestWatcher(t *testing.T) {
 		// A bridge port is not selected, even when named.
 		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
 		if err := nlh.LinkAdd(br); err != nil {
-			t.Skipf("no bridges here: %v", err)
+			t.Fatalf("cannot create a bridge: %v", err)
 		}
 		must(t, nlh.LinkSetMaster(vethB, br))
 		waitDevice(t, db, tbl, "veth-b", selectedAs(false, "enslaved to br0"))
@@ -200,7 +200,7 @@ func startHive(t *testing.T, ns netns.NsHandle, args ...string) (*statedb.DB, st
 func newTestNetNS(t *testing.T) netns.NsHandle {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create a network namespace")
+		t.Fatal("needs root to create a network namespace; run it as root, as make test does")
 	}
 	runtime.LockOSThread()
 	orig, err := netns.Get()
@@ -212,7 +212,7 @@ func newTestNetNS(t *testing.T) netns.NsHandle {
 	ns, err := netns.New() // creates it and moves this thread into it
 	if err != nil {
 		runtime.UnlockOSThread()
-		t.Skipf("cannot create a network namespace: %v", err)
+		t.Fatalf("cannot create a network namespace: %v", err)
 	}
 	if err := netns.Set(orig); err != nil {
 		// The thread stays locked, so Go discards it with the goroutine.

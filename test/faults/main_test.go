@@ -59,8 +59,8 @@ var (
 
 func TestMain(m *testing.M) {
 	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "faults: skipping: needs root (network namespaces)")
-		os.Exit(0)
+		fmt.Fprintln(os.Stderr, "faults: needs root (network namespaces); run it as root, as make test does")
+		os.Exit(1)
 	}
 	os.Exit(run(m))
 }

@@ -78,8 +78,8 @@ var (
 
 func TestMain(m *testing.M) {
 	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "l2: skipping: needs root (network namespaces, bpffs, eBPF)")
-		os.Exit(0)
+		fmt.Fprintln(os.Stderr, "l2: needs root (network namespaces, bpffs, eBPF); run it as root, as make test does")
+		os.Exit(1)
 	}
 	os.Exit(run(m))
 }
