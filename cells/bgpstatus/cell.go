@@ -8,7 +8,9 @@
 // settles them for all.
 //
 // Reads: tables bgp-instances, bgp-peers, bgp-cluster-configs,
-// bgp-peer-configs, bgp-advertisements, bgp-secrets, nodes.
+// bgp-peer-configs, bgp-advertisements, bgp-secrets, nodes, and
+// bgp-node-configs (to notice when someone else deleted or changed this
+// node's CiliumBGPNodeConfig).
 // Writes: CiliumBGPNodeConfig <node> (spec and status); the status of
 // CiliumBGPClusterConfigs, CiliumBGPPeerConfigs, CiliumBGPAdvertisements.
 package bgpstatus

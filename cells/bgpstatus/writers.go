@@ -37,6 +37,7 @@ type params struct {
 	Adverts        statedb.Table[*tables.BGPAdvertisement]
 	Secrets        statedb.Table[*tables.BGPSecret]
 	Nodes          statedb.Table[*tables.Node]
+	NodeConfigs    statedb.Table[*tables.BGPNodeConfig]
 }
 
 // minWriteInterval spaces this agent's status writes: session counters
@@ -49,7 +50,7 @@ func registerNodeConfigWriter(p params) {
 		return
 	}
 	p.Jobs.Add(job.OneShot("node-config", func(ctx context.Context, health cell.Health) error {
-		if err := tables.WaitInitialized(ctx, p.DB, p.Instances); err != nil {
+		if err := tables.WaitInitialized(ctx, p.DB, p.Instances, p.NodeConfigs, p.Nodes); err != nil {
 			return nil
 		}
 		w := &nodeConfigWriter{p: p, name: p.Agent.Node()}
@@ -57,11 +58,14 @@ func registerNodeConfigWriter(p params) {
 			txn := p.DB.ReadTxn()
 			insts, w1 := p.Instances.AllWatch(txn)
 			peers, w2 := p.Peers.AllWatch(txn)
+			seen, _, w3, _ := p.NodeConfigs.GetWatch(txn, tables.BGPNodeConfigNameIndex.Query(w.name))
+			self, _, w4, _ := p.Nodes.GetWatch(txn, tables.NodeNameIndex.Query(w.name))
 			byKey := map[string]*tables.BGPPeerState{}
 			for s := range peers {
 				byKey[s.Key()] = s
 			}
-			err := w.sync(ctx, statedb.Collect(insts), byKey)
+			w.notice(seen)
+			err := w.sync(ctx, statedb.Collect(insts), byKey, self)
 			if err != nil {
 				w.cur = nil // read it again
 				health.Degraded("writing CiliumBGPNodeConfig "+w.name, err)
@@ -82,13 +86,17 @@ func registerNodeConfigWriter(p params) {
 				return nil
 			case <-w1:
 			case <-w2:
+			case <-w3:
+			case <-w4:
 			}
 		}
 	}))
 }
 
 // nodeConfigWriter keeps this node's CiliumBGPNodeConfig as the tables
-// say: created with the first instance, deleted with the last.
+// say: created with the first instance, deleted with the last, owned by
+// the Node so that Kubernetes deletes it with the Node, and put back when
+// someone else deletes or edits it.
 type nodeConfigWriter struct {
 	p    params
 	name string
@@ -97,7 +105,31 @@ type nodeConfigWriter struct {
 	cur *v2alpha1.CiliumBGPNodeConfig
 }
 
-func (w *nodeConfigWriter) sync(ctx context.Context, instances []*tables.BGPInstance, peers map[string]*tables.BGPPeerState) error {
+// notice compares the object as the API server last showed it (nil: there
+// is none) with the one this writer last read or wrote: when they differ,
+// someone else may have changed it, and the writer reads it again. Its own
+// writes show up with the versions it already has.
+func (w *nodeConfigWriter) notice(seen *tables.BGPNodeConfig) {
+	if w.cur == nil {
+		return
+	}
+	exists := w.cur.Name != ""
+	same := seen == nil && !exists || seen != nil && exists && seen.ResourceVersion == w.cur.ResourceVersion
+	if !same {
+		w.cur = nil
+	}
+}
+
+// owners are the owner references the object should carry: this node's
+// Node, once the agent has seen it (nil: unknown yet, leave them be).
+func owners(self *tables.Node) []metav1.OwnerReference {
+	if self == nil || self.UID == "" {
+		return nil
+	}
+	return []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: self.Name, UID: types.UID(self.UID)}}
+}
+
+func (w *nodeConfigWriter) sync(ctx context.Context, instances []*tables.BGPInstance, peers map[string]*tables.BGPPeerState, self *tables.Node) error {
 	api := w.p.Client.CiliumV2alpha1().CiliumBGPNodeConfigs()
 	if w.cur == nil {
 		cur, err := api.Get(ctx, w.name, metav1.GetOptions{})
@@ -125,18 +157,22 @@ func (w *nodeConfigWriter) sync(ctx context.Context, instances []*tables.BGPInst
 		return nil
 	}
 	spec := nodeSpec(instances)
+	owned := owners(self)
 	if !exists {
 		created, err := api.Create(ctx, &v2alpha1.CiliumBGPNodeConfig{
-			ObjectMeta: metav1.ObjectMeta{Name: w.name, Labels: map[string]string{"app.kubernetes.io/managed-by": "herald"}},
+			ObjectMeta: metav1.ObjectMeta{Name: w.name, Labels: map[string]string{"app.kubernetes.io/managed-by": "herald"}, OwnerReferences: owned},
 			Spec:       spec,
 		}, metav1.CreateOptions{FieldManager: tables.HeraldFieldManager})
 		if err != nil {
 			return err
 		}
 		w.cur = created
-	} else if !reflect.DeepEqual(w.cur.Spec, spec) {
+	} else if !reflect.DeepEqual(w.cur.Spec, spec) || (owned != nil && !reflect.DeepEqual(w.cur.OwnerReferences, owned)) {
 		next := w.cur.DeepCopy()
 		next.Spec = spec
+		if owned != nil {
+			next.OwnerReferences = owned
+		}
 		updated, err := api.Update(ctx, next, metav1.UpdateOptions{FieldManager: tables.HeraldFieldManager})
 		if err != nil {
 			return err

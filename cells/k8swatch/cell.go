@@ -5,11 +5,12 @@
 // announcements on, CiliumL2AnnouncementPolicies, every Node and the
 // EndpointSlices and the Leases of --k8s-namespace; with multi-pool IPAM, CiliumPodIPPools, CiliumNodes, every
 // Node, this node's Pods and the Namespaces; with the BGP control plane,
-// the BGP resources, every Node, the EndpointSlices and the Secrets of
-// --bgp-secrets-namespace.
+// the BGP resources, this node's CiliumBGPNodeConfig, every Node, the
+// EndpointSlices and the Secrets of --bgp-secrets-namespace.
 // Writes: tables services, lb-pools, l2-policies, nodes, endpoint-slices,
 // pod-ip-pools, cilium-nodes, pods, namespaces, l2-leases, bgp-cluster-configs,
-// bgp-peer-configs, bgp-advertisements, bgp-node-overrides and bgp-secrets.
+// bgp-peer-configs, bgp-advertisements, bgp-node-overrides, bgp-secrets and
+// bgp-node-configs.
 // Provides: tables.Freshness, with which a new leader waits until services
 // and lb-pools hold at least what the API server holds.
 package k8swatch
@@ -30,7 +31,7 @@ var Cell = cell.Module(
 		tables.NewPodIPPoolsTable, tables.NewCiliumNodesTable, tables.NewPodsTable, tables.NewNamespacesTable,
 		tables.NewL2LeasesTable,
 		tables.NewBGPClusterConfigsTable, tables.NewBGPPeerConfigsTable, tables.NewBGPAdvertisementsTable,
-		tables.NewBGPNodeOverridesTable, tables.NewBGPSecretsTable,
+		tables.NewBGPNodeOverridesTable, tables.NewBGPSecretsTable, tables.NewBGPNodeConfigsTable,
 		newFreshness,
 	),
 	cell.Provide(
@@ -50,6 +51,7 @@ var Cell = cell.Module(
 		statedb.RWTable[*tables.BGPAdvertisement].ToTable,
 		statedb.RWTable[*tables.BGPNodeOverride].ToTable,
 		statedb.RWTable[*tables.BGPSecret].ToTable,
+		statedb.RWTable[*tables.BGPNodeConfig].ToTable,
 	),
 	cell.Invoke(reflectServices, reflectPools, reflectL2Policies, reflectNodes, reflectEndpointSlices,
 		reflectPodIPPools, reflectCiliumNodes, reflectLocalPods, reflectNamespaces, reflectL2Leases, reflectBGP),

@@ -185,7 +185,8 @@ func reflectNamespaces(jg job.Group, db *statedb.DB, tbl statedb.RWTable[*tables
 
 func reflectBGP(jg job.Group, db *statedb.DB, herald versioned.Interface, kube kubernetes.Interface, agent agentconfig.Config, log *slog.Logger,
 	ccs statedb.RWTable[*tables.BGPClusterConfig], pcs statedb.RWTable[*tables.BGPPeerConfig],
-	advs statedb.RWTable[*tables.BGPAdvertisement], ovs statedb.RWTable[*tables.BGPNodeOverride], secrets statedb.RWTable[*tables.BGPSecret]) {
+	advs statedb.RWTable[*tables.BGPAdvertisement], ovs statedb.RWTable[*tables.BGPNodeOverride], secrets statedb.RWTable[*tables.BGPSecret],
+	nodeConfigs statedb.RWTable[*tables.BGPNodeConfig]) {
 	if !agent.EnableBGPControlPlane {
 		return
 	}
@@ -221,5 +222,12 @@ func reflectBGP(jg job.Group, db *statedb.DB, herald versioned.Interface, kube k
 		lw:        listWatch[*corev1.SecretList](kube.CoreV1().Secrets(agent.BGPSecretsNamespace), ""),
 		example:   &corev1.Secret{},
 		transform: tables.BGPSecretFromK8s,
+	}).register(jg, nil)
+	// Only this node's CiliumBGPNodeConfig, which its agent writes.
+	(&reflector[*v2alpha1.CiliumBGPNodeConfig, *tables.BGPNodeConfig]{
+		name: "bgp-node-configs", db: db, table: nodeConfigs, log: log,
+		lw:        listWatch[*v2alpha1.CiliumBGPNodeConfigList](c.CiliumBGPNodeConfigs(), fields.OneTermEqualSelector("metadata.name", agent.Node()).String()),
+		example:   &v2alpha1.CiliumBGPNodeConfig{},
+		transform: tables.BGPNodeConfigFromK8s,
 	}).register(jg, nil)
 }

@@ -53,6 +53,15 @@ func TestNodeConfigStatus(t *testing.T) {
 		if len(nc.Status.BGPInstances) != 1 || len(nc.Status.BGPInstances[0].PeerStatuses) != 2 {
 			t.Fatalf("%s status %+v", n.Name, nc.Status)
 		}
+		// Owned by its Node: Kubernetes' garbage collector deletes it
+		// with the Node, whose agent is gone by then.
+		kn, err := kube.CoreV1().Nodes().Get(ctxT(t), n.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := nc.OwnerReferences; len(o) != 1 || o[0].Kind != "Node" || o[0].Name != n.Name || o[0].UID != kn.UID {
+			t.Errorf("%s owner references %+v, want the Node %s (uid %s)", n.Name, o, n.Name, kn.UID)
+		}
 		for _, ps := range nc.Status.BGPInstances[0].PeerStatuses {
 			if ptr.Deref(ps.PeeringState, "") != tables.BGPStateEstablished || ps.EstablishedTime == nil || ps.Timers == nil ||
 				ptr.Deref(ps.Timers.AppliedHoldTimeSeconds, 0) != 9 {
@@ -60,6 +69,46 @@ func TestNodeConfigStatus(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A CiliumBGPNodeConfig someone else deletes or edits is put back as the
+// agent knows it, without waiting for a session to change.
+func TestNodeConfigPutBack(t *testing.T) {
+	ensureAgents(t)
+	n := nodes[0]
+	api := herald.CiliumV2alpha1().CiliumBGPNodeConfigs()
+	waitNodeCondition(t, n, tables.ConditionBGPPeersEstablished, metav1.ConditionTrue, "2 of 2 sessions established")
+	before, err := api.Get(ctxT(t), n.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := api.Delete(ctxT(t), n.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "CiliumBGPNodeConfig "+n.Name+" created again", func() (bool, string) {
+		nc, err := api.Get(ctxT(t), n.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return nc.UID != before.UID && len(nc.Spec.BGPInstances) == 1 && len(nc.Status.BGPInstances) == 1, fmt.Sprintf("uid %s, %+v", nc.UID, nc.Spec)
+	})
+	waitNodeCondition(t, n, tables.ConditionBGPPeersEstablished, metav1.ConditionTrue, "2 of 2 sessions established")
+
+	edited, err := api.Get(ctxT(t), n.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited.Spec.BGPInstances[0].Name = "edited-by-hand"
+	if _, err := api.Update(ctxT(t), edited, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "CiliumBGPNodeConfig "+n.Name+" spec put back", func() (bool, string) {
+		nc, err := api.Get(ctxT(t), n.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(nc.Spec.BGPInstances) == 1 && nc.Spec.BGPInstances[0].Name == "main", fmt.Sprintf("%+v", nc.Spec)
+	})
 }
 
 // Bad input gets a condition on the resource that has it, and leaves

@@ -54,6 +54,7 @@ var printers = map[string]tablePrinter{
 	tables.BGPAdvertisementsTableName: printTable[*tables.BGPAdvertisement](tables.BGPAdvertisementsTableName),
 	tables.BGPNodeOverridesTableName:  printTable[*tables.BGPNodeOverride](tables.BGPNodeOverridesTableName),
 	tables.BGPSecretsTableName:        printTable[*tables.BGPSecret](tables.BGPSecretsTableName),
+	tables.BGPNodeConfigsTableName:    printTable[*tables.BGPNodeConfig](tables.BGPNodeConfigsTableName),
 	tables.BGPInstancesTableName:      printTable[*tables.BGPInstance](tables.BGPInstancesTableName),
 	tables.BGPRoutesTableName:         printTable[*tables.BGPRoute](tables.BGPRoutesTableName),
 	tables.BGPPeersTableName:          printTable[*tables.BGPPeerState](tables.BGPPeersTableName),
