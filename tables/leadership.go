@@ -102,6 +102,20 @@ func (l *Leadership) Fence(ctx context.Context, term uint64, now time.Time) (con
 	return c, cancel, nil
 }
 
+// WriteFence returns a context for a write decided in term, or an error
+// when the write must not go out (see Leadership.Fence).
+type WriteFence func(ctx context.Context, term uint64) (context.Context, context.CancelFunc, error)
+
+// LeaseFence is the fence of the writes made under lease: each call reads
+// this agent's standing in the election from the leadership table as it is
+// at that moment, right before the write.
+func LeaseFence(db *statedb.DB, t statedb.Table[*Leadership], lease string) WriteFence {
+	return func(ctx context.Context, term uint64) (context.Context, context.CancelFunc, error) {
+		l, _, _ := t.Get(db.ReadTxn(), LeadershipLeaseIndex.Query(lease))
+		return l.Fence(ctx, term, time.Now())
+	}
+}
+
 func leaseName(l *Leadership) string {
 	if l == nil {
 		return "the Lease"

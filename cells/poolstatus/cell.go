@@ -11,7 +11,6 @@
 package poolstatus
 
 import (
-	"context"
 	"time"
 
 	"github.com/cilium/hive/cell"
@@ -44,10 +43,7 @@ type params struct {
 func registerReconciler(p params) error {
 	w := &statusWriter{
 		client: p.Client, pools: p.Pools, events: p.Events, now: time.Now, log: p.Reconcile.Log,
-		fence: func(ctx context.Context, term uint64) (context.Context, context.CancelFunc, error) {
-			l, _, _ := p.Leadership.Get(p.Reconcile.DB.ReadTxn(), tables.LeadershipLeaseIndex.Query(tables.LBIPAMLease))
-			return l.Fence(ctx, term, time.Now())
-		},
+		fence: tables.LeaseFence(p.Reconcile.DB, p.Leadership, tables.LBIPAMLease),
 	}
 	_, err := reconciler.Register(p.Reconcile, p.Status,
 		(*tables.LBPoolStatus).Clone,

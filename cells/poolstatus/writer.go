@@ -27,12 +27,8 @@ const (
 	EventInvalidBlocks   = "InvalidBlocks"
 )
 
-// fence returns a context for a write of the given term, or an error when
-// the write must not go out.
-type fence func(ctx context.Context, term uint64) (context.Context, context.CancelFunc, error)
-
 type statusWriter struct {
-	fence  fence
+	fence  tables.WriteFence
 	log    *slog.Logger
 	client versioned.Interface
 	pools  statedb.Table[*tables.LBPool]

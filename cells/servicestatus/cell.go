@@ -14,7 +14,6 @@
 package servicestatus
 
 import (
-	"context"
 	"time"
 
 	"github.com/cilium/hive/cell"
@@ -48,7 +47,7 @@ type params struct {
 
 func registerReconciler(p params) error {
 	ops := &statusWriter{kube: p.Kube, services: p.Services, events: p.Events, log: p.Reconcile.Log, now: time.Now,
-		fence: leaderFence(p.Reconcile.DB, p.Leadership),
+		fence: tables.LeaseFence(p.Reconcile.DB, p.Leadership, tables.LBIPAMLease),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "herald_lbipam_assignment_latency_seconds",
 			Help:    "From a Service's creation to its first IP written into its status.",
@@ -67,13 +66,4 @@ func registerReconciler(p params) error {
 		reconciler.WithRefreshing(10*time.Minute, nil),
 	)
 	return err
-}
-
-// leaderFence checks, at the moment of a write, that the LB IPAM term a
-// decision was made in still allows writing.
-func leaderFence(db *statedb.DB, leadership statedb.Table[*tables.Leadership]) fence {
-	return func(ctx context.Context, term uint64) (context.Context, context.CancelFunc, error) {
-		l, _, _ := leadership.Get(db.ReadTxn(), tables.LeadershipLeaseIndex.Query(tables.LBIPAMLease))
-		return l.Fence(ctx, term, time.Now())
-	}
 }

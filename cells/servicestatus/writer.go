@@ -36,12 +36,8 @@ const (
 // a burst of new Services, few enough not to swamp the API server.
 const parallelWrites = 16
 
-// fence returns a context for a write of the given term, or an error when
-// the write must not go out.
-type fence func(ctx context.Context, term uint64) (context.Context, context.CancelFunc, error)
-
 type statusWriter struct {
-	fence    fence
+	fence    tables.WriteFence
 	kube     kubernetes.Interface
 	services statedb.Table[*tables.Service]
 	events   record.EventRecorder

@@ -1,0 +1,204 @@
+package poolstatus
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/statedb"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
+	"github.com/heraldlb/herald/api/client/clientset/versioned"
+	"github.com/heraldlb/herald/tables"
+	"github.com/heraldlb/herald/test/statusstub"
+)
+
+const poolName = "blue"
+
+// conflict is the status written in every case: a conflicting pool, so
+// that a write that happens records an Event and one that does not, none.
+var conflict = "Pool conflicts since CIDR '198.18.7.0/24' overlaps CIDR '198.18.7.0/24' from IP Pool 'red'"
+
+type fixture struct {
+	db         *statedb.DB
+	leadership statedb.RWTable[*tables.Leadership]
+	api        *statusstub.Server
+	events     *record.FakeRecorder
+	w          *statusWriter
+}
+
+// newFixture wires a status writer as the cell does (the leadership table
+// read through tables.LeaseFence, a real client) against a stub of the
+// pool's status subresource at resourceVersion serverRV; the agent last
+// read the pool at resourceVersion 7.
+func newFixture(t *testing.T, serverRV int, l *tables.Leadership) *fixture {
+	t.Helper()
+	db := statedb.New()
+	pools, err := tables.NewLBPoolsTable(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leadership, err := tables.NewLeadershipTable(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wtxn := db.WriteTxn(pools, leadership)
+	_, _, _ = pools.Insert(wtxn, &tables.LBPool{Name: poolName, UID: "uid-1", ResourceVersion: "7", Generation: 1})
+	if l != nil {
+		_, _, _ = leadership.Insert(wtxn, l)
+	}
+	wtxn.Commit()
+
+	api := statusstub.New(t, "/apis/cilium.io/v2alpha1/ciliumloadbalancerippools/"+poolName+"/status", serverRV, func(rv string) any {
+		return &v2alpha1.CiliumLoadBalancerIPPool{
+			TypeMeta:   metav1.TypeMeta{Kind: "CiliumLoadBalancerIPPool", APIVersion: "cilium.io/v2alpha1"},
+			ObjectMeta: metav1.ObjectMeta{Name: poolName, ResourceVersion: rv},
+		}
+	})
+	client, err := versioned.NewForConfig(api.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := record.NewFakeRecorder(16)
+	return &fixture{db: db, leadership: leadership, api: api, events: events, w: &statusWriter{
+		fence: tables.LeaseFence(db, leadership, tables.LBIPAMLease), client: client, pools: pools, events: events,
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
+	}}
+}
+
+// lead sets this agent's standing in the LB IPAM election.
+func (f *fixture) lead(l *tables.Leadership) {
+	wtxn := f.db.WriteTxn(f.leadership)
+	_, _, _ = f.leadership.Insert(wtxn, l)
+	wtxn.Commit()
+}
+
+// update writes the pool's status computed in term. The caller's context
+// is canceled after a minute, so that a write the fence failed to bound
+// ends the test with context.Canceled rather than hanging.
+func (f *fixture) update(term uint64) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := time.AfterFunc(time.Minute, cancel)
+	defer stop.Stop()
+	st := &tables.LBPoolStatus{Name: poolName, ObservedGeneration: 1, Conflicting: true, ConflictMessage: conflict,
+		Total: "256", Available: "256", Used: "0", Term: term}
+	return f.w.Update(ctx, f.db.ReadTxn(), 0, st)
+}
+
+func (f *fixture) recordedEvents() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.events.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// TestWritesAreFenced: a pool's status reaches the API server only while
+// the LB IPAM term it was computed in is valid, and only as a patch
+// conditional on the resourceVersion it was computed from.
+func TestWritesAreFenced(t *testing.T) {
+	leading := func(term uint64, validFor time.Duration) *tables.Leadership {
+		return &tables.Leadership{Lease: tables.LBIPAMLease, Identity: "node1_a", Holder: "node1_a",
+			Leading: true, Term: term, ValidUntil: time.Now().Add(validFor)}
+	}
+	notLeader := func(err error) bool { return errors.Is(err, tables.ErrNotLeader) }
+	for _, tt := range []struct {
+		name       string
+		leadership *tables.Leadership
+		serverRV   int    // the pool's resourceVersion in the API server
+		decidedIn  uint64 // the status's term
+		sent       bool   // whether a request reaches the API server
+		err        func(error) bool
+		want       string // the error's text contains
+	}{
+		{"term valid, pool unchanged", leading(1, time.Hour), 7, 1, true, nil, ""},
+		{"term lapsed: no renewal since the deadline", leading(1, -time.Second), 7, 1, false, notLeader, "term 1 lapsed at"},
+		{"computed in term 1, term 2 began since", leading(2, time.Hour), 7, 1, false, notLeader, "in term 1 (now term 2)"},
+		{"another agent leads", &tables.Leadership{Lease: tables.LBIPAMLease, Identity: "node1_a", Holder: "node2_b"}, 7, 1, false,
+			notLeader, "not the leader of herald-lb-ipam"},
+		{"no election yet", nil, 7, 1, false, notLeader, "not the leader"},
+		{"term valid, pool changed since it was read", leading(1, time.Hour), 8, 1, true,
+			apierrors.IsConflict, "the object has been modified"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, tt.serverRV, tt.leadership)
+			err := f.update(tt.decidedIn)
+
+			reqs := f.api.Requests()
+			switch {
+			case !tt.sent && len(reqs) > 0:
+				t.Fatalf("%d requests reached the API server, want none: %+v", len(reqs), reqs)
+			case tt.sent && len(reqs) != 1:
+				t.Fatalf("%d requests reached the API server, want 1", len(reqs))
+			case tt.sent:
+				r := reqs[0]
+				if r.ResourceVersion != "7" {
+					t.Errorf("patch conditional on resourceVersion %q, want the version read, 7", r.ResourceVersion)
+				}
+				if uid := r.Body["metadata"].(map[string]any)["uid"]; uid != "uid-1" {
+					t.Errorf("patch conditional on uid %v, want uid-1", uid)
+				}
+				if r.ContentType != "application/merge-patch+json" {
+					t.Errorf("content type %q, want a merge patch", r.ContentType)
+				}
+			}
+
+			if tt.err == nil {
+				if err != nil {
+					t.Fatalf("Update: %v", err)
+				}
+				if ev := f.recordedEvents(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+EventConflict+" "+conflict) {
+					t.Fatalf("events %q, want the conflict", ev)
+				}
+				return
+			}
+			if err == nil || !tt.err(err) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Update error %v, want one containing %q", err, tt.want)
+			}
+			if !strings.HasPrefix(err.Error(), "pool "+poolName+": ") {
+				t.Errorf("error %q does not name the pool", err)
+			}
+			if ev := f.recordedEvents(); len(ev) > 0 {
+				t.Fatalf("events %q for a write that did not happen", ev)
+			}
+		})
+	}
+}
+
+// TestWriteAbandonedAtDeadline: a patch still in flight when the term's
+// validity ends is abandoned then, not left to land late.
+func TestWriteAbandonedAtDeadline(t *testing.T) {
+	f := newFixture(t, 7, nil)
+	f.api.Hold()
+	// The term is valid for another second from now, right before the write.
+	valid := time.Now().Add(time.Second)
+	f.lead(&tables.Leadership{Lease: tables.LBIPAMLease, Leading: true, Term: 1, ValidUntil: valid})
+
+	err := f.update(1)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Update error %v, want the term's deadline", err)
+	}
+	select {
+	case <-f.api.Abandoned():
+	case <-time.After(time.Minute):
+		t.Fatal("the API server still holds the request a minute after the deadline")
+	}
+	if time.Now().Before(valid) {
+		t.Fatalf("request abandoned before the term's deadline %v", valid)
+	}
+	if ev := f.recordedEvents(); len(ev) > 0 {
+		t.Fatalf("events %q for a write that did not happen", ev)
+	}
+}

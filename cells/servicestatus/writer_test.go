@@ -1,0 +1,260 @@
+package servicestatus
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/statedb"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/heraldlb/herald/tables"
+	"github.com/heraldlb/herald/test/statusstub"
+)
+
+const (
+	ns   = "tenant"
+	name = "web"
+	ip   = "198.18.7.1"
+)
+
+// fixture is a status writer wired as the cell wires it (the leadership
+// table read through tables.LeaseFence, a real client) against a stub of the
+// Service's status subresource at resourceVersion 7.
+type fixture struct {
+	db         *statedb.DB
+	leadership statedb.RWTable[*tables.Leadership]
+	api        *statusstub.Server
+	events     *record.FakeRecorder
+	w          *statusWriter
+}
+
+func newFixture(t *testing.T, serverRV int, l *tables.Leadership) *fixture {
+	t.Helper()
+	db := statedb.New()
+	services, err := tables.NewServicesTable(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leadership, err := tables.NewLeadershipTable(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wtxn := db.WriteTxn(services, leadership)
+	_, _, _ = services.Insert(wtxn, &tables.Service{
+		Namespace: ns, Name: name, UID: "uid-1", ResourceVersion: "7", Generation: 1,
+		Type: corev1.ServiceTypeLoadBalancer, CreationTimestamp: time.Now(),
+	})
+	if l != nil {
+		_, _, _ = leadership.Insert(wtxn, l)
+	}
+	wtxn.Commit()
+
+	api := statusstub.New(t, "/api/v1/namespaces/"+ns+"/services/"+name+"/status", serverRV, func(rv string) any {
+		return &corev1.Service{
+			TypeMeta:   metav1.TypeMeta{Kind: "Service", APIVersion: "v1"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv},
+		}
+	})
+	kube, err := kubernetes.NewForConfig(api.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := record.NewFakeRecorder(16)
+	return &fixture{db: db, leadership: leadership, api: api, events: events, w: &statusWriter{
+		fence: tables.LeaseFence(db, leadership, tables.LBIPAMLease), kube: kube, services: services, events: events,
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "test_latency"}),
+	}}
+}
+
+// lead sets this agent's standing in the LB IPAM election.
+func (f *fixture) lead(l *tables.Leadership) {
+	wtxn := f.db.WriteTxn(f.leadership)
+	_, _, _ = f.leadership.Insert(wtxn, l)
+	wtxn.Commit()
+}
+
+// update writes the decision that the Service gets ip, made in term. The
+// caller's context is canceled after a minute, so that a write the fence
+// failed to bound ends the test with context.Canceled rather than hanging.
+func (f *fixture) update(term uint64) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := time.AfterFunc(time.Minute, cancel)
+	defer stop.Stop()
+	a := &tables.LBAllocation{
+		Namespace: ns, Name: name, Generation: 1, Managed: true, Satisfied: true, Reason: tables.ReasonSatisfied,
+		IPs:  []tables.AllocatedIP{{Addr: netip.MustParseAddr(ip), Pool: "pool"}},
+		Term: term,
+	}
+	return f.w.Update(ctx, f.db.ReadTxn(), 0, a)
+}
+
+func (f *fixture) recordedEvents() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.events.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// TestWritesAreFenced: a decision reaches the API server only while the
+// LB IPAM term it was made in is valid, and only as a write conditional
+// on the resourceVersion it was checked against.
+func TestWritesAreFenced(t *testing.T) {
+	leading := func(term uint64, validFor time.Duration) *tables.Leadership {
+		return &tables.Leadership{Lease: tables.LBIPAMLease, Identity: "node1_a", Holder: "node1_a",
+			Leading: true, Term: term, ValidUntil: time.Now().Add(validFor)}
+	}
+	for _, tt := range []struct {
+		name       string
+		leadership *tables.Leadership
+		serverRV   int    // the Service's resourceVersion in the API server
+		decidedIn  uint64 // the decision's term
+		sent       bool   // whether a request reaches the API server
+		err        func(error) bool
+		want       string // the error's text contains
+	}{
+		{"term valid, Service unchanged", leading(1, time.Hour), 7, 1, true, nil, ""},
+		{"term lapsed: no renewal since the deadline", leading(1, -time.Second), 7, 1, false,
+			func(err error) bool { return errors.Is(err, tables.ErrNotLeader) }, "term 1 lapsed at"},
+		{"decided in term 1, term 2 began since", leading(2, time.Hour), 7, 1, false,
+			func(err error) bool { return errors.Is(err, tables.ErrNotLeader) }, "in term 1 (now term 2)"},
+		{"another agent leads", &tables.Leadership{Lease: tables.LBIPAMLease, Identity: "node1_a", Holder: "node2_b"}, 7, 1, false,
+			func(err error) bool { return errors.Is(err, tables.ErrNotLeader) }, "not the leader of herald-lb-ipam"},
+		{"no election yet", nil, 7, 1, false,
+			func(err error) bool { return errors.Is(err, tables.ErrNotLeader) }, "not the leader"},
+		// A newer leader wrote the Service since it was read: the API
+		// server refuses the write; the reconciler retries it once the
+		// table has the new version.
+		{"term valid, Service changed since it was read", leading(1, time.Hour), 8, 1, true,
+			apierrors.IsConflict, "the object has been modified"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, tt.serverRV, tt.leadership)
+			err := f.update(tt.decidedIn)
+
+			reqs := f.api.Requests()
+			switch {
+			case !tt.sent && len(reqs) > 0:
+				t.Fatalf("%d requests reached the API server, want none: %+v", len(reqs), reqs)
+			case tt.sent && len(reqs) != 1:
+				t.Fatalf("%d requests reached the API server, want 1", len(reqs))
+			case tt.sent:
+				r := reqs[0]
+				if r.ResourceVersion != "7" {
+					t.Errorf("write conditional on resourceVersion %q, want the version read, 7", r.ResourceVersion)
+				}
+				if r.ContentType != "application/apply-patch+yaml" {
+					t.Errorf("content type %q, want a server-side apply", r.ContentType)
+				}
+				if !strings.Contains(stringOf(r.Body), ip) {
+					t.Errorf("body %v does not carry %s", r.Body, ip)
+				}
+			}
+
+			if tt.err == nil {
+				if err != nil {
+					t.Fatalf("Update: %v", err)
+				}
+				if ev := f.recordedEvents(); len(ev) != 1 || ev[0] != "Normal "+EventAssigned+" Assigned IP "+ip {
+					t.Fatalf("events %q, want the assignment", ev)
+				}
+				return
+			}
+			if err == nil || !tt.err(err) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Update error %v, want one containing %q", err, tt.want)
+			}
+			if !strings.HasPrefix(err.Error(), "service "+ns+"/"+name+": ") {
+				t.Errorf("error %q does not name the Service", err)
+			}
+			// Nothing was written, so nothing is announced.
+			if ev := f.recordedEvents(); len(ev) > 0 {
+				t.Fatalf("events %q for a write that did not happen", ev)
+			}
+		})
+	}
+}
+
+// TestFenceReadsLeadershipAtEachWrite: the fence looks at the leadership
+// table when the write is about to go out, not when the writer was set
+// up: once a new term began, a decision of the old one stays unsent.
+func TestFenceReadsLeadershipAtEachWrite(t *testing.T) {
+	f := newFixture(t, 7, &tables.Leadership{Lease: tables.LBIPAMLease, Leading: true, Term: 1, ValidUntil: time.Now().Add(time.Hour)})
+	if err := f.update(1); err != nil {
+		t.Fatalf("write in term 1: %v", err)
+	}
+	// The agent lost the Lease and won it back: term 2.
+	f.lead(&tables.Leadership{Lease: tables.LBIPAMLease, Leading: true, Term: 2, ValidUntil: time.Now().Add(time.Hour)})
+	if err := f.update(1); !errors.Is(err, tables.ErrNotLeader) {
+		t.Fatalf("write of term 1 in term 2: err = %v, want ErrNotLeader", err)
+	}
+	if n := len(f.api.Requests()); n != 1 {
+		t.Fatalf("%d requests reached the API server, want only the one of term 1", n)
+	}
+}
+
+// TestWriteAbandonedAtDeadline: a request still in flight when the term's
+// validity ends is abandoned then, not left to land late.
+func TestWriteAbandonedAtDeadline(t *testing.T) {
+	f := newFixture(t, 7, nil)
+	f.api.Hold() // the API server does not answer (overloaded, or a slow link)
+	// The term is valid for another second from now, right before the write.
+	valid := time.Now().Add(time.Second)
+	f.lead(&tables.Leadership{Lease: tables.LBIPAMLease, Leading: true, Term: 1, ValidUntil: valid})
+
+	err := f.update(1)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Update error %v, want the term's deadline", err)
+	}
+	select {
+	case r := <-f.api.Abandoned():
+		if r.ResourceVersion != "7" {
+			t.Errorf("held write conditional on resourceVersion %q, want 7", r.ResourceVersion)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the API server still holds the request a minute after the deadline")
+	}
+	if time.Now().Before(valid) {
+		t.Fatalf("request abandoned before the term's deadline %v", valid)
+	}
+	if ev := f.recordedEvents(); len(ev) > 0 {
+		t.Fatalf("events %q for a write that did not happen", ev)
+	}
+}
+
+func stringOf(v any) string {
+	var b strings.Builder
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, e := range v {
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		case string:
+			b.WriteString(v + " ")
+		}
+	}
+	walk(v)
+	return b.String()
+}
