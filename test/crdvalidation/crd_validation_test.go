@@ -98,6 +98,10 @@ var acceptedCases = []struct {
 	{"range-reversed-ipv6", blocks(rng("2001:db8::5", "2001:db8::1"))},
 	{"range-reversed-ipv6-bit-15", blocks(rng("2001:db8::8000", "2001:db8::7fff"))},
 	{"range-reversed-second-block", blocks(cidr("10.0.10.0/24"), rng("1.2.3.9", "1.2.3.1"))},
+	// Nor is a block reaching into the IPv4-mapped addresses ::ffff:0:0/96:
+	// the agent reports it the same way.
+	{"cidr-reaching-into-ipv4-mapped", blocks(cidr("::/80"))},
+	{"range-across-ipv4-mapped", blocks(rng("::fffe:0:0", "::1:0:0:1"))},
 	{"selector-in", selector(metav1.LabelSelectorOpIn, "blue", "cyan")},
 	{"selector-exists", selector(metav1.LabelSelectorOpExists)},
 	{"selector-match-labels", spec{
