@@ -2,11 +2,13 @@ package faults
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/lbwatch"
 )
 
@@ -108,11 +110,13 @@ func settle(t *testing.T, w *lbwatch.Watcher, ns string) {
 }
 
 // TestHealthAfterAPIServerOutage: while the API server is gone the agents
-// keep every address; once it is back, /healthz of every agent is OK again
-// as soon as its watches recover (issue: it stayed Degraded with the old
-// "connection refused" error), and new Services get addresses. Two
-// outages: the API server frozen for 60 s (connections hang), and killed
-// for 20 s (connections refused), then started again.
+// keep every address and every agent's /healthz comes to say it is
+// Degraded (readiness that stayed OK would hide the outage); once it is back,
+// /healthz of every agent is OK again as soon as its watches recover
+// (issue: it stayed Degraded with the old "connection refused" error), and
+// new Services get addresses. Two outages: the API server frozen for 60 s
+// (connections hang), and killed for 20 s (connections refused), then
+// started again. How long each step took is logged, not checked.
 func TestHealthAfterAPIServerOutage(t *testing.T) {
 	logAgentsOnFailure(t)
 	ns := namespace(t, "outage")
@@ -124,24 +128,24 @@ func TestHealthAfterAPIServerOutage(t *testing.T) {
 	}
 	createServices(t, ns, "before", 50)
 	waitAllHaveIPs(t, w, ns)
-	waitHealthy(t)
+	for _, a := range agents {
+		waitHealthy(t, a)
+	}
 
-	outage(t, "frozen for 60s", func() func() error {
+	outage(t, "frozen", 60*time.Second, func() func() error {
 		if err := testCluster.FreezeAPIServer(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(60 * time.Second)
 		return testCluster.ThawAPIServer
 	})
 	createServices(t, ns, "after-freeze", 10)
 	waitAllHaveIPs(t, w, ns)
 
-	outage(t, "killed for 20s", func() func() error {
+	outage(t, "killed", 20*time.Second, func() func() error {
 		argv, err := testCluster.KillAPIServer()
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Second)
 		return func() error { return testCluster.StartAPIServer(argv) }
 	})
 	createServices(t, ns, "after-restart", 10)
@@ -151,36 +155,84 @@ func TestHealthAfterAPIServerOutage(t *testing.T) {
 	}
 }
 
-// outage runs stop (which returns how to end the outage), logs what the
-// agents' /healthz said meanwhile, ends it and waits until every agent is
-// healthy again.
-func outage(t *testing.T, what string, stop func() (resume func() error)) {
+// outage runs stop (which returns how to end the outage) and keeps the API
+// server away for length, and longer if need be (up to timeout) until
+// every agent's /healthz has answered 503 naming a Degraded module: an agent
+// whose requests hang on a frozen API server rather than fail notices only
+// when client-go gives up on the connection. The check ends the outage
+// before it fails the test, so that a failure does not leave the API
+// server down. Then it waits until every agent is healthy again and logs
+// how long each step took.
+func outage(t *testing.T, what string, length time.Duration, stop func() (resume func() error)) {
 	t.Helper()
-	t.Logf("kube-apiserver %s", what)
+	t.Logf("kube-apiserver %s for %s", what, length)
 	resume := stop()
-	for _, a := range agents {
-		if code, body, err := a.Healthz(); err == nil {
-			t.Logf("%s during the outage: /healthz %d\n%s", a.Name, code, strings.TrimSpace(body))
+	start := time.Now()
+	last := map[string]string{}    // agent: its last answer while not Degraded
+	seen := map[string]time.Time{} // agent: when it first said Degraded
+	for len(seen) < len(agents) && time.Since(start) < timeout {
+		for _, a := range agents {
+			if _, ok := seen[a.Name]; ok {
+				continue
+			}
+			code, body, err := a.Healthz()
+			switch {
+			case err != nil:
+				last[a.Name] = err.Error()
+			case code == http.StatusServiceUnavailable && strings.Contains(body, "Degraded"):
+				seen[a.Name] = time.Now()
+				t.Logf("%s: /healthz Degraded %s into the outage:\n%s", a.Name, time.Since(start).Round(time.Millisecond), degradedLines(body))
+			default:
+				last[a.Name] = fmt.Sprintf("/healthz %d\n%s", code, strings.TrimSpace(body))
+			}
 		}
+		time.Sleep(200 * time.Millisecond)
 	}
+	time.Sleep(time.Until(start.Add(length)))
 	if err := resume(); err != nil {
 		t.Fatal(err)
 	}
+	if len(seen) < len(agents) {
+		var missing []string
+		for _, a := range agents {
+			if _, ok := seen[a.Name]; !ok {
+				missing = append(missing, a.Name+": "+last[a.Name])
+			}
+		}
+		t.Fatalf("kube-apiserver %s for %s, yet not every agent's /healthz said Degraded:\n%s", what, time.Since(start).Round(time.Second), strings.Join(missing, "\n"))
+	}
 	back := time.Now()
-	waitHealthy(t)
-	t.Logf("every agent's /healthz is OK %s after the API server came back", time.Since(back).Round(time.Millisecond))
+	for _, a := range agents {
+		prev := waitHealthy(t, a)
+		t.Logf("%s: /healthz OK %s after the API server came back; last Degraded:\n%s", a.Name, time.Since(back).Round(time.Millisecond), degradedLines(prev))
+	}
 }
 
-// waitHealthy waits until every agent's /healthz answers 200.
-func waitHealthy(t testing.TB) {
-	t.Helper()
-	for _, a := range agents {
-		waitFor(t, timeout, func() (bool, string) {
-			code, body, err := a.Healthz()
-			if err != nil {
-				return false, a.Name + ": " + err.Error()
-			}
-			return code == http.StatusOK, a.Name + ": /healthz " + http.StatusText(code) + "\n" + body
-		})
+// degradedLines keeps the lines of a /healthz answer that name a Degraded
+// module.
+func degradedLines(body string) string {
+	var out []string
+	for _, l := range strings.Split(body, "\n") {
+		if strings.Contains(l, "Degraded") {
+			out = append(out, "    "+strings.TrimSpace(l))
+		}
 	}
+	return strings.Join(out, "\n")
+}
+
+// waitHealthy waits until the agent's /healthz answers 200, and returns
+// the last answer before that.
+func waitHealthy(t testing.TB, a *agentproc.Agent) (last string) {
+	t.Helper()
+	waitFor(t, timeout, func() (bool, string) {
+		code, body, err := a.Healthz()
+		if err != nil {
+			return false, a.Name + ": " + err.Error()
+		}
+		if code != http.StatusOK {
+			last = body
+		}
+		return code == http.StatusOK, a.Name + ": /healthz " + http.StatusText(code) + "\n" + body
+	})
+	return last
 }
