@@ -55,10 +55,9 @@ type agent struct {
 	state    *state
 	kick     chan struct{} // asks the sync job to look again now
 	families []tables.Family
-	// suspects are attachments whose pod looked gone, and since when
-	// (collectGarbage's own state).
-	suspects map[ipamv1.Attachment]time.Time
-	metrics  *metrics
+	// gc is collectGarbage's own state.
+	gc      gcTracker
+	metrics *metrics
 	// written and lastRequest are the sync job's own state.
 	written     ownWrite
 	lastRequest time.Time
@@ -87,7 +86,7 @@ func register(p params) error {
 	if err != nil {
 		return err
 	}
-	a := &agent{params: p, node: p.Agent.Node(), pre: pre, kick: make(chan struct{}, 1)}
+	a := &agent{params: p, node: p.Agent.Node(), pre: pre, kick: make(chan struct{}, 1), gc: gcTracker{grace: gcGrace}}
 	if p.Agent.EnableIPv4 {
 		a.families = append(a.families, tables.IPv4)
 	}
@@ -130,8 +129,11 @@ func (a *agent) restore() error {
 	for _, err := range errs {
 		a.Log.Error("Journal entry unreadable; its address stays taken", "error", err)
 	}
+	// Under a.mu: the garbage collector tells a restored agent by state.
+	a.mu.Lock()
 	a.state = newState(j, a.families, time.Now)
 	a.state.restore(entries)
+	a.mu.Unlock()
 	a.Log.Info("Restored pod address allocations from the journal", "allocations", len(entries), "dir", j.dir)
 
 	if err := a.replayPendingDels(); err != nil {
