@@ -15,10 +15,12 @@ import (
 	"time"
 
 	cnitypes "github.com/containernetworking/cni/pkg/types"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	ipamv1 "github.com/heraldlb/herald/api/ipam/v1"
+	"github.com/heraldlb/herald/cells/nodeipam"
 	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/ipamwatch"
 )
@@ -72,12 +74,37 @@ func waitPoolCondition(t *testing.T, pool, typ string, status metav1.ConditionSt
 	})
 }
 
+// waitEvent waits for a Warning Event on an object (in any namespace when
+// ns is empty: those of cluster-scoped objects are in "default") with the
+// reason and a message containing want.
+func waitEvent(t *testing.T, ns, kind, name, reason, want string) {
+	t.Helper()
+	waitFor(t, timeout, func() (bool, string) {
+		evs, err := kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
+			FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name + ",reason=" + reason,
+		})
+		if err != nil {
+			return false, err.Error()
+		}
+		var msgs []string
+		for _, e := range evs.Items {
+			if e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, want) {
+				return true, ""
+			}
+			msgs = append(msgs, e.Type+": "+e.Message)
+		}
+		return false, fmt.Sprintf("no Warning Event %s on %s %s containing %q (seen %q)", reason, kind, name, want, msgs)
+	})
+}
+
 // only IPv4 from this pool: the suite's nodes are dual-stack, so the IPv6
 // address of these pods comes from the default pool.
 func v4pool(name string) map[string]string { return map[string]string{tables.AnnotationIPv4Pool: name} }
 
 // TestExhaustionAndReclaim: a pool out of addresses fails the ADD with an
-// error naming it (after waiting for a CIDR that cannot come) and an Event;
+// error naming it (after waiting for a CIDR that cannot come), a Warning
+// Event on the Pod and one on the pool, the pool's Exhausted condition and
+// the node's CiliumNode operator-status.error, all naming the pool;
 // pods deleted give their addresses back to the same node at once, and
 // their CIDRs back to the pool for another node, without any restart.
 func TestExhaustionAndReclaim(t *testing.T) {
@@ -108,6 +135,10 @@ func TestExhaustionAndReclaim(t *testing.T) {
 		t.Fatalf("ADD beyond the pool: %v, want CNI error %d naming pool tiny", err, ipamv1.CodePoolExhausted)
 	}
 	waitPoolCondition(t, "tiny", tables.ConditionPodPoolExhausted, metav1.ConditionTrue, "node1 needs")
+	// The pod, the pool and the node each say why, naming the pool.
+	waitEvent(t, ns, "Pod", "over", nodeipam.EventPoolExhausted, `pool "tiny"`)
+	waitEvent(t, "", "CiliumPodIPPool", "tiny", tables.ReasonPodPoolExhausted, "node1 needs")
+	waitOperatorError(t, n1.name, func(msg string) bool { return strings.Contains(msg, `from pool "tiny"`) })
 	waitMetrics(t, n1, map[string]float64{
 		`herald_ipam_node_addresses{pool="tiny",family="ipv4",state="in_use"}`:     10,
 		`herald_ipam_node_addresses{pool="tiny",family="ipv4",state="capacity"}`:   10,
@@ -163,6 +194,8 @@ func TestExhaustionAndReclaim(t *testing.T) {
 		t.Fatalf("node2's pod got %s", other.ipOf(tables.IPv4))
 	}
 	waitPoolCondition(t, "tiny", tables.ConditionPodPoolExhausted, metav1.ConditionFalse, "")
+	waitOperatorError(t, n1.name, func(msg string) bool { return msg == "" })
+	waitOperatorError(t, n2.name, func(msg string) bool { return msg == "" })
 	other.stop(t)
 	for _, p := range pods[:5] {
 		p.stop(t)

@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/heraldlb/herald/cells/nodeipam"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -77,13 +78,7 @@ func TestUnknownPool(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `CiliumPodIPPool "no-such-pool"`) {
 		t.Fatalf("ADD = %v, want an error naming the pool", err)
 	}
-	waitFor(t, timeout, func() (bool, string) {
-		evs, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=lost,reason=IPPoolUnknown"})
-		if err != nil {
-			return false, err.Error()
-		}
-		return len(evs.Items) > 0, "no IPPoolUnknown Event on the pod"
-	})
+	waitEvent(t, ns, "Pod", "lost", nodeipam.EventUnknownPool, `"no-such-pool"`)
 }
 
 // TestCrossNodePing: pods on different nodes reach each other through the
