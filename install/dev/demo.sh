@@ -7,14 +7,18 @@
 #     get their IPs (kubectl get ippools, kubectl get svc -A).
 #  2. L2 announcements: a Service's IP is answered on the wire (arping from
 #     the client); its owner's agent is killed; the other node answers.
-#  3. Multi-pool IPAM: two pod IP pools; pods on both nodes (network
-#     namespaces wired by the bridge CNI plugin with herald-ipam, podnet
-#     playing the container runtime) get addresses from their pools; the
-#     nodes' CIDRs in their CiliumNodes; a ping across nodes, IPv4 and IPv6.
+#  3. Multi-pool IPAM: two pod IP pools; pods of each pool on both nodes
+#     (network namespaces wired by the bridge CNI plugin with herald-ipam,
+#     podnet playing the container runtime) get addresses from their pools;
+#     the nodes' CIDRs in their CiliumNodes; pings across nodes, IPv4 and
+#     IPv6, within each pool and between them.
 #  4. Traffic: the real kube-proxy on each node, two of those pods serving
 #     the announced Service (an EndpointSlice made here, there is no
 #     kube-controller-manager); curl from the client reaches them through
 #     the VIP, also after the owner's agent is killed.
+#
+# Every ping, arping and curl must succeed (each is tried for up to 10 s):
+# otherwise the demo stops there with an error and exit status 1.
 #
 # The cluster, agents and namespaces keep running afterwards (DEMO_KEEP=0
 # tears everything down at the end); `make demo-down` removes them.
@@ -27,6 +31,24 @@ export HERALD_APISERVER_PORT=${HERALD_APISERVER_PORT:-16443}
 export HERALD_ETCD_PORT=${HERALD_ETCD_PORT:-12379}
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
+# must CMD...: run, shown like run, tried again for up to 10 s until it
+# succeeds; then its output of the successful try. If it never does, the
+# demo fails saying which command, with the output of its last try.
+must() {
+	printf '$ %s\n' "$*"
+	local deadline=$((SECONDS + 10)) out tries=1
+	until out=$("$@" 2>&1); do
+		if ((SECONDS >= deadline)); then
+			printf '%s\n' "$out"
+			printf '\n\033[1;31mdemo FAILED: "%s" did not succeed in %d tries over 10 s\033[0m\n' "$*" "$tries" >&2
+			exit 1
+		fi
+		tries=$((tries + 1))
+		sleep 0.5
+	done
+	printf '%s\n' "$out"
+	((tries == 1)) || printf '(succeeded on try %d)\n' "$tries"
+}
 
 install/dev/demo-down.sh >/dev/null 2>&1 || true
 
@@ -81,6 +103,10 @@ kill_holder() {
 		sleep 0.1
 	done
 	took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+	if [[ -z $new || $new == "$holder" ]]; then
+		printf '\n\033[1;31mdemo FAILED: no other node took Lease %s over within 20 s of killing %s\033[0m\n' "$lease" "$holder" >&2
+		exit 1
+	fi
 }
 
 step "herald-agent on each node (logs in $dir/agent-nodeN.log)"
@@ -134,7 +160,7 @@ run _output/bin/herald-dbg --socket "$dir/herald-$holder.sock" statedb l2-owners
 run _output/bin/herald-dbg --socket "$dir/herald-$holder.sock" statedb l2-announce
 sleep 1
 run _output/bin/herald-dbg --socket "$dir/herald-$holder.sock" bpf responder
-run ip netns exec hdemo-client arping -I eth0 -c 3 -w 5 "$vip" || true
+must ip netns exec hdemo-client arping -I eth0 -c 3 -w 5 "$vip"
 
 # Two nodes: the survivor alone is no majority; it keeps its own Services
 # and takes the dead node's over once that node's own Lease
@@ -144,7 +170,7 @@ step "Killing the agent of $holder (kill -9); the other node takes over"
 kill_holder
 printf 'Lease %s now held by %s after %ss\n' "$lease" "$new" "$took"
 sleep 0.5
-run ip netns exec hdemo-client arping -I eth0 -c 3 -w 5 "$vip" || true
+must ip netns exec hdemo-client arping -I eth0 -c 3 -w 5 "$vip"
 
 # The killed agent's node comes back for the next part.
 start_agent "$holder"
@@ -153,8 +179,8 @@ step "Multi-pool IPAM: two pod IP pools (Documentation/examples/multi-pool)"
 run kubectl apply -f Documentation/examples/multi-pool/pools.yaml
 step "Pods on both nodes; podnet plays the container runtime (bridge plugin + herald-ipam)"
 run kubectl apply -f Documentation/examples/multi-pool/pods.yaml
-declare -A podnode=([web-1]=node1 [web-2]=node2 [green-1]=node2)
-for p in web-1 web-2 green-1; do
+declare -A podnode=([web-1]=node1 [web-2]=node2 [green-1]=node2 [green-2]=node1)
+for p in web-1 web-2 green-1 green-2; do
 	n=${podnode[$p]}
 	uid=$(kubectl -n pods get pod "$p" -o jsonpath='{.metadata.uid}')
 	mkdir -p "$dir/cni-cache-$n"
@@ -166,7 +192,7 @@ done
 # The pools' "in use" columns follow the nodes' reports (status.ipam.used of
 # their CiliumNodes, written within seconds).
 for _ in $(seq 1 50); do
-	[[ $(kubectl get cpip green-pool -o jsonpath='{.status.ipv4.addressesInUse}') == 1 ]] && break
+	[[ $(kubectl get cpip green-pool -o jsonpath='{.status.ipv4.addressesInUse}') == 2 ]] && break
 	sleep 0.2
 done
 step "kubectl get cpip"
@@ -177,10 +203,11 @@ run _output/bin/herald-dbg --socket "$dir/herald-node2.sock" statedb pod-ip-allo
 run ip -n hdemo-node1 route show proto 196
 run ip -n hdemo-node1 -6 route show proto 196
 addr() { ip -n "hdemo-pod-$1" -"$2" -br addr show eth0 | awk '{print $3}' | cut -d/ -f1; }
-step "web-1 (node1) pings web-2 and green-1 (node2), IPv4 and IPv6"
-for p in web-2 green-1; do
-	run ip netns exec hdemo-pod-web-1 ping -c 2 -W 2 "$(addr "$p" 4)" || true
-	run ip netns exec hdemo-pod-web-1 ping -6 -c 2 -W 2 "$(addr "$p" 6)" || true
+step "Pods on node1 ping pods on node2, IPv4 and IPv6: web-1 -> web-2, green-2 -> green-1, web-1 -> green-1"
+for pair in web-1:web-2 green-2:green-1 web-1:green-1; do
+	from=${pair%:*} to=${pair#*:}
+	must ip netns exec "hdemo-pod-$from" ping -q -c 2 -W 2 "$(addr "$to" 4)"
+	must ip netns exec "hdemo-pod-$from" ping -q -6 -c 2 -W 2 "$(addr "$to" 6)"
 done
 
 step "Traffic: kube-proxy on each node, web-1 and web-2 serve demo/web, curl from the client"
@@ -231,7 +258,7 @@ done
 holder=$(kubectl -n kube-system get lease "$lease" -o jsonpath='{.spec.holderIdentity}')
 printf 'VIP %s, announced by %s; its kube-proxy sends each connection to web-1 or web-2\n' "$vip" "$holder"
 for _ in 1 2 3 4; do
-	run ip netns exec hdemo-client curl -sS --max-time 2 "http://$vip/" || true
+	must ip netns exec hdemo-client curl -sS --max-time 2 "http://$vip/"
 done
 
 step "Killing the agent of $holder (kill -9): curl keeps working through the other node"
@@ -240,7 +267,7 @@ printf 'Lease %s now held by %s after %ss; the client now sends to its MAC:\n' "
 sleep 0.5
 run ip -n hdemo-client neigh show "$vip"
 for _ in 1 2 3 4; do
-	run ip netns exec hdemo-client curl -sS --max-time 2 "http://$vip/" || true
+	must ip netns exec hdemo-client curl -sS --max-time 2 "http://$vip/"
 done
 start_agent "$holder"
 
