@@ -2,6 +2,7 @@ package nodeipam
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/netip"
@@ -86,7 +87,10 @@ func register(p params) error {
 	if err != nil {
 		return err
 	}
-	a := &agent{params: p, node: p.Agent.Node(), pre: pre, kick: make(chan struct{}, 1), gc: gcTracker{grace: gcGrace}}
+	if p.Config.IPAMGCGrace <= 0 {
+		return fmt.Errorf("ipam-gc-grace: %s is not a positive duration", p.Config.IPAMGCGrace)
+	}
+	a := &agent{params: p, node: p.Agent.Node(), pre: pre, kick: make(chan struct{}, 1), gc: gcTracker{grace: p.Config.IPAMGCGrace}}
 	if p.Agent.EnableIPv4 {
 		a.families = append(a.families, tables.IPv4)
 	}
@@ -109,7 +113,7 @@ func register(p params) error {
 	})
 	p.Jobs.Add(
 		job.OneShot("sync-ciliumnode", a.syncLoop),
-		job.Timer("collect-garbage", a.collectGarbage, gcInterval),
+		job.Timer("collect-garbage", a.collectGarbage, gcIntervalFor(p.Config.IPAMGCGrace)),
 	)
 	return nil
 }

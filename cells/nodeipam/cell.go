@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/statedb"
@@ -32,12 +33,16 @@ type Config struct {
 	IPAMMultiPoolPreAllocation string // ipam-multi-pool-pre-allocation
 	IPAMSocket                 string // ipam-socket
 	IPAMStateDir               string // ipam-state-dir
+	// IPAMGCGrace is how long the address of a pod that seems gone waits
+	// before the API server is asked, and again before it is released.
+	IPAMGCGrace time.Duration // ipam-gc-grace (hidden)
 }
 
 var defaultConfig = Config{
 	IPAMMultiPoolPreAllocation: tables.DefaultPodIPPool + "=8",
 	IPAMSocket:                 ipamv1.DefaultSocket,
 	IPAMStateDir:               ipamv1.DefaultStateDir,
+	IPAMGCGrace:                gcGrace,
 }
 
 func (def Config) Flags(flags *pflag.FlagSet) {
@@ -45,6 +50,11 @@ func (def Config) Flags(flags *pflag.FlagSet) {
 		"Addresses of each pool to keep ready on the node, as <pool>=<count>[,<pool>=<count>...]; pools without an entry get exactly what is in use and pending")
 	flags.String("ipam-socket", def.IPAMSocket, "Unix socket the herald-ipam CNI plugin talks to")
 	flags.String("ipam-state-dir", def.IPAMStateDir, "Host directory of the allocation journal and of the DELs the plugin queued while the agent was down")
+	flags.Duration("ipam-gc-grace", def.IPAMGCGrace,
+		"How long the address of a pod that seems gone (not in the agent's view of the node's pods, or another pod of that name there) waits before the API server is asked, and again before it is released; the runtime's DEL and CNI GC normally release addresses first")
+	// Hidden: the default suits every cluster; shorter only for tests and
+	// for nodes whose runtime is known to lose DELs.
+	_ = flags.MarkHidden("ipam-gc-grace")
 }
 
 // preAllocation parses ipam-multi-pool-pre-allocation: pool=count items

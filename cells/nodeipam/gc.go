@@ -19,9 +19,17 @@ const (
 	// gcGrace is how long an address must look orphaned (its pod missing
 	// from the pods table, or replaced by another of the same name) before
 	// the API server is asked; an ADD can come before the watch delivers
-	// its pod.
+	// its pod. The default of ipam-gc-grace.
 	gcGrace = time.Minute
 )
+
+// gcIntervalFor looks at least twice per grace: an address whose
+// allocation is a grace old is released at most two graces after its pod
+// went (suspected within an interval, asked about a grace later, within
+// another interval).
+func gcIntervalFor(grace time.Duration) time.Duration {
+	return min(gcInterval, grace/2)
+}
 
 // collectGarbage releases the addresses of pods that no longer exist. The
 // runtime's DEL and CNI GC normally do it; this catches DELs that never
