@@ -6,8 +6,9 @@
 # XDP and tc programs for ARP, neighbour discovery and conflicts; maps;
 # pinning) run as the VM's init, on each kernel below.
 #
-# Kernels: Debian's, the oldest still served (bullseye, 5.10: older than
-# the 5.15 Herald documents as its minimum for xdp mode) and bookworm's 6.1.
+# Kernels: Debian's, the oldest still served (bullseye, 5.10: the minimum
+# Herald documents for xdp mode, and older than the 5.15 of Ubuntu 22.04)
+# and bookworm's 6.1.
 # tcx mode needs 6.6 and is not attachable there; its program is still
 # loaded and test-run (it is a plain tc program). Kernel packages and
 # qemu are fetched once, cached in ${HERALD_CACHE:-$HOME/.cache/herald}/kernels.
