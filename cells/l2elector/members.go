@@ -21,21 +21,41 @@ import (
 	"github.com/heraldlb/herald/tables"
 )
 
-// The failure detector's timings. memberlist declares a node dead no
-// sooner than ProbeInterval after the probe that failed (it waits that
-// long for indirect acks) plus the minimum suspicion timeout
-// (suspicionMult × ProbeInterval below ten nodes, more above). A node
-// answers until confirmWindow after it sent an echo request that a peer
-// answered (confirmations), which is before any peer can have declared it
-// dead: confirmWindow = ProbeInterval + suspicion − fenceMargin.
+// The failure detector's timings, and the window a peer's confirmation
+// opens (see Documentation/l2-announcements.md, "How a node knows it may
+// answer").
+//
+// memberlist declares a node dead only when a suspicion of it has run
+// its course: a node suspects another when a probe of it got no ack
+// (direct, indirect or over TCP) within ProbeInterval, or when it hears
+// of another node's suspicion; the suspicion ends in death after at least
+// minSuspicion (suspicionMult × ProbeInterval below ten nodes, more above;
+// suspicionMax times that until a second node suspects too), unless the
+// accused refutes it first. A running node refutes as soon as an
+// accusation reaches it, and the accuser attaches one to each probe it
+// sends it and gossips it, a few times, every gossipInterval.
+//
+// A node answers until confirmWindow after it sent an echo request that a
+// peer answered. A peer answers for a node its memberlist lists, i.e. not
+// dead and not left in its view; memberlist does not say whether it
+// suspects it (Node.State is never updated: nodeState.State shadows it),
+// so the answer cannot mean "not suspected". What the window guarantees:
+// a suspicion that starts after the request was sent ends in a death no
+// sooner than minSuspicion later, when this node has fallen silent; the
+// new owner then still writes the Lease and probes the address before it
+// answers. What it does not cover: a suspicion already running when the
+// request was sent, by a node that a second one confirmed, whose
+// accusations and this node's refutations were all lost although the
+// echo went through. Strict would take every peer confirming that it does
+// not suspect this node, which memberlist's API cannot tell.
 const (
 	probeInterval  = 100 * time.Millisecond
 	probeTimeout   = 50 * time.Millisecond
 	suspicionMult  = 3
 	suspicionMax   = 2 // × the minimum, when no other node confirms
 	gossipInterval = 50 * time.Millisecond
-	fenceMargin    = 100 * time.Millisecond
-	confirmWindow  = probeInterval + suspicionMult*probeInterval - fenceMargin
+	minSuspicion   = suspicionMult * probeInterval
+	confirmWindow  = minSuspicion
 	// echoInterval: how often this node asks a peer to confirm it; a few
 	// lost packets in a row stay within confirmWindow.
 	echoInterval = 50 * time.Millisecond
@@ -148,7 +168,7 @@ func (m *members) join(addrs []string) {
 	}
 }
 
-// echo asks the next live peer to confirm that this node is alive in its
+// echo asks the next peer to confirm that this node is a member in its
 // view. Peers are taken in turn: with k peers each is asked every k
 // intervals, and one answer per confirmWindow is enough.
 func (m *members) echo(turn int) {
@@ -158,7 +178,7 @@ func (m *members) echo(turn int) {
 	}
 	var peers []*memberlist.Node
 	for _, n := range ml.Members() {
-		if n.Name != m.self && n.State == memberlist.StateAlive {
+		if n.Name != m.self {
 			peers = append(peers, n)
 		}
 	}
@@ -213,8 +233,9 @@ func (m *members) wake() {
 }
 
 // Echo messages: a request carries a sequence number and the sender's
-// name; a peer answers only if the sender is alive in its view, so an
-// answer means "alive for me", not just "reachable".
+// name; a peer answers only if the sender is a member in its view (not
+// dead, not left), so an answer means "not declared dead by me", not just
+// "reachable". It cannot mean "not suspected by me": see confirmWindow.
 const (
 	echoRequest byte = 1
 	echoReply   byte = 2
@@ -239,11 +260,8 @@ func (m *members) NotifyMsg(b []byte) {
 		if ml == nil {
 			return
 		}
-		for _, n := range ml.Members() {
-			if n.Name == from && n.State == memberlist.StateAlive {
-				_ = ml.SendBestEffort(n, echoMessage(echoReply, seq, m.self))
-				return
-			}
+		if n := memberNamed(ml.Members(), from); n != nil {
+			_ = ml.SendBestEffort(n, echoMessage(echoReply, seq, m.self))
 		}
 	case echoReply:
 		m.mu.Lock()
@@ -257,6 +275,18 @@ func (m *members) NotifyMsg(b []byte) {
 			m.wake()
 		}
 	}
+}
+
+// memberNamed returns the member called name, or nil. memberlist's
+// Members() leaves out the nodes it holds dead or left and lists the ones
+// it suspects, all with State StateAlive (the field is not kept current).
+func memberNamed(members []*memberlist.Node, name string) *memberlist.Node {
+	for _, n := range members {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
 }
 
 // NodeMeta returns this node's metadata (memberlist.Delegate).

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
+
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -64,10 +66,60 @@ func TestMembersOnLoopback(t *testing.T) {
 	})
 	waitUntil("echoes confirm node1", func() bool { return time.Until(ms[0].confirmedUntil()) > 0 })
 
-	// node3 stops dead: no leave message.
+	// node3 stops dead: no leave message. node1 and node2 suspect it
+	// before they declare it dead; meanwhile memberlist lists it with
+	// State StateAlive, which is why a peer cannot refuse to confirm a
+	// node it suspects (see confirmWindow). Should memberlist start
+	// reporting suspicion there, this fails, and the echo can use it.
 	_ = ms[2].ml.Load().Shutdown()
+	listed := 0
 	took := waitUntil("node3 dead for node1 and node2", func() bool {
+		if n := memberNamed(ms[0].ml.Load().Members(), "node3"); n != nil {
+			listed++
+			if n.State != memberlist.StateAlive {
+				t.Fatalf("memberlist lists node3 with state %v: it now reports suspicion, and echoes should be confirmed only for unsuspected nodes", n.State)
+			}
+		}
 		return state(ms[0], "node3") == tables.MemberDead && state(ms[1], "node3") == tables.MemberDead
 	})
-	t.Logf("node3 declared dead after %s", took)
+	if memberNamed(ms[0].ml.Load().Members(), "node3") != nil {
+		t.Fatal("node1 still lists node3, which it holds dead")
+	}
+	t.Logf("node3 declared dead after %s, listed as alive in %d polls until then", took, listed)
+}
+
+// A peer confirms a node its memberlist lists (suspected ones included),
+// never one it does not know or holds dead or left.
+func TestMemberNamed(t *testing.T) {
+	members := []*memberlist.Node{{Name: "node1"}, {Name: "node2"}}
+	if n := memberNamed(members, "node2"); n == nil || n.Name != "node2" {
+		t.Errorf("memberNamed(node2) = %v, want node2", n)
+	}
+	if n := memberNamed(members, "node3"); n != nil {
+		t.Errorf("memberNamed(node3) = %v, want nil: node3 is not a member", n)
+	}
+}
+
+// A confirmation counts from when its request was sent, never from when
+// the answer arrived; answers to unknown requests count for nothing, and
+// an older answer does not shorten the window.
+func TestConfirmationCountsFromSend(t *testing.T) {
+	m := newMembers(slog.New(slog.DiscardHandler), "node1")
+	if !m.confirmedUntil().IsZero() {
+		t.Fatal("confirmed before any echo")
+	}
+	t0 := time.Now().Add(-time.Second) // sent a second ago, answered now
+	m.sent[1], m.sent[2] = t0, t0.Add(100*time.Millisecond)
+	m.NotifyMsg(echoMessage(echoReply, 2, "node2"))
+	if got, want := m.confirmedUntil(), t0.Add(100*time.Millisecond+confirmWindow); !got.Equal(want) {
+		t.Errorf("after the answer to request 2: confirmed until %s, want %s (its send time + %s)", got, want, confirmWindow)
+	}
+	m.NotifyMsg(echoMessage(echoReply, 1, "node3"))
+	m.NotifyMsg(echoMessage(echoReply, 7, "node3"))
+	if got, want := m.confirmedUntil(), t0.Add(100*time.Millisecond+confirmWindow); !got.Equal(want) {
+		t.Errorf("after an older and an unknown answer: confirmed until %s, want still %s", got, want)
+	}
+	if confirmWindow > suspicionMult*probeInterval {
+		t.Errorf("confirmWindow %s exceeds memberlist's shortest suspicion %s", confirmWindow, suspicionMult*probeInterval)
+	}
 }
