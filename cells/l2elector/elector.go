@@ -180,7 +180,7 @@ func (e *elector) run(ctx context.Context, health cell.Health) error {
 		e.writeMembers(rows)
 		st := e.evidence(now, rows)
 		why := st.why
-		if e.fence.advance(now, st.until) {
+		if e.fence.advance(now, st.until, st.hold) {
 			e.Log.Info("Liveness confirmed: new term; holdings of earlier terms are void", "term", e.fence.term, "evidence", why)
 			e.metrics.terms.Inc()
 			e.took = map[string]string{}

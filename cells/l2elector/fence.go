@@ -7,32 +7,42 @@ import (
 
 // fence is this node's right to answer, as one unbroken stretch of
 // confirmed liveness: a term. Evidence (a peer's echo, the node's own
-// Lease renewal) says until when the node may answer; evidence arriving
-// while the term runs extends it, evidence arriving after it ran out starts
-// a new term, under a new name. Whatever the node held in the old term is
-// void: meanwhile the others may have declared it dead and taken over.
+// Lease renewal) says until when the node may answer, and until when
+// nobody can have taken its groups (hold, at least as late); evidence
+// arriving while the term holds extends it, evidence arriving after it
+// ran out starts a new term, under a new name. Whatever the node held in
+// the old term is void: meanwhile the others may have declared it dead
+// and taken over.
 type fence struct {
 	term  string
-	until time.Time
+	until time.Time // it may answer until then
+	hold  time.Time // the term lasts until then
 	since time.Time // when the term began
 	// newTerm names a term; random, so that a restarted agent never
 	// reuses the name of one of its earlier terms.
 	newTerm func() string
 }
 
-// advance records evidence valid until until, at now. It reports whether a
-// new term started.
-func (f *fence) advance(now, until time.Time) bool {
-	if !until.After(now) {
+// advance records evidence, read at now, that the node may answer until
+// until and that nobody can take its groups before hold. It reports
+// whether a new term started.
+func (f *fence) advance(now, until, hold time.Time) bool {
+	if until.After(hold) {
+		hold = until
+	}
+	if !hold.After(now) {
 		return false // stale: it expired before it was read
 	}
-	if f.term != "" && f.until.After(now) {
+	if f.term != "" && f.hold.After(now) {
 		if until.After(f.until) {
 			f.until = until
 		}
+		if hold.After(f.hold) {
+			f.hold = hold
+		}
 		return false
 	}
-	f.term, f.until, f.since = f.newTerm(), until, now
+	f.term, f.until, f.hold, f.since = f.newTerm(), until, hold, now
 	return true
 }
 
@@ -42,6 +52,9 @@ func (f *fence) valid(now time.Time) bool { return f.term != "" && now.Before(f.
 // standing is what this node may do, and why.
 type standing struct {
 	until time.Time // it may answer until then
+	// hold: nobody can take its groups before then (zero: until); it
+	// keeps its term while it does not answer.
+	hold time.Time
 	// mayMove: it may take groups over and hand them over; otherwise it
 	// only keeps answering for what it holds.
 	mayMove bool
@@ -53,7 +66,11 @@ type standing struct {
 // deadline its peers' confirmations give and the one its own node Lease
 // gives (zero: not renewed). See Documentation/l2-announcements.md, "How a
 // node knows it may answer":
-//   - a strict majority alive: it acts while its peers confirm it;
+//   - a strict majority alive: it acts while its peers confirm it; with
+//     two nodes it keeps its term (not answering) while it renews its own
+//     node Lease, as the other takes nothing from it meanwhile: the term
+//     outlasts the moment between the other failing, when confirmations
+//     stop, and its being declared dead;
 //   - alone in the cluster: it acts while it renews its own node Lease;
 //   - no majority on either side (two nodes, or an even split): it keeps
 //     what it holds while it renews its own node Lease; nobody else can
@@ -69,7 +86,14 @@ func judge(live, universe int, confirmed, ownLease time.Time) standing {
 		}
 		return standing{until: ownLease, mayMove: true, why: "alone, and this node's Lease is renewed"}
 	case 2*live > universe && live >= 2:
-		return standing{until: confirmed, mayMove: true, why: fmt.Sprintf("%d of %d nodes alive, peers confirm this node", live, universe)}
+		st := standing{until: confirmed, mayMove: true, why: fmt.Sprintf("%d of %d nodes alive, peers confirm this node", live, universe)}
+		// The Lease holds the term, but does not extend the answers: a
+		// third node joining would make a majority of two without this
+		// one.
+		if 2*(universe-1) <= universe {
+			st.hold = ownLease
+		}
+		return st
 	case 2*(universe-live) <= universe && !ownLease.IsZero():
 		return standing{until: ownLease, why: fmt.Sprintf("%d of %d nodes alive: no majority on either side; keeping what this node holds while its Lease is renewed", live, universe)}
 	default:
