@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -257,30 +256,7 @@ func partition(t testing.TB, n *node) (heal func()) {
 	for _, o := range others(n) {
 		peers = append(peers, o.host.IP.String())
 	}
-	peers = append(peers, lan.RootIP().String())
-	set := strings.Join(peers, ", ")
-	rules := fmt.Sprintf(`table inet hl2partition {
-	chain input { type filter hook input priority -10; policy accept; ip saddr { %s } drop; }
-	chain output { type filter hook output priority -10; policy accept; ip daddr { %s } drop; }
-}
-`, set, set)
-	cmd := exec.Command("ip", "netns", "exec", n.host.Netns, "nft", "-f", "-")
-	cmd.Stdin = strings.NewReader(rules)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("partitioning %s: %v: %s", n.Name, err, out)
-	}
-	healed := false
-	heal = func() {
-		if healed {
-			return
-		}
-		healed = true
-		if out, err := exec.Command("ip", "netns", "exec", n.host.Netns, "nft", "delete", "table", "inet", "hl2partition").CombinedOutput(); err != nil {
-			t.Errorf("healing %s: %v: %s", n.Name, err, out)
-		}
-	}
-	t.Cleanup(heal)
-	return heal
+	return dropIPTraffic(t, n, "hl2partition", append(peers, lan.RootIP().String())...)
 }
 
 // The owner is cut off from the other nodes and the API server: it stops
