@@ -42,9 +42,9 @@ func effectiveDuration(c agentconfig.L2Leases) time.Duration {
 
 // validateLeases applies the spec's rules, and one more: the lease duration must
 // exceed 1s plus two retry periods, so that a holder's renewals (one per
-// retry period) stay within what a node may trust (see the l2-announcer
-// cell). Shorter leases were measured to let two nodes answer for the same
-// IP during handovers.
+// retry period) stay within what a node may trust (electionTimings).
+// Shorter leases were measured to let two nodes answer for the same IP
+// during handovers.
 func validateLeases(c agentconfig.L2Leases) error {
 	d, r, p := c.L2AnnouncementsLeaseDuration, c.L2AnnouncementsRenewDeadline, c.L2AnnouncementsRetryPeriod
 	switch {
