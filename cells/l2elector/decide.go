@@ -26,6 +26,10 @@ type view struct {
 	members map[string]member
 	groups  []*tables.L2Candidate
 	records map[string]holding // by group; missing: no Lease
+	// renewed are the groups whose Lease its holder renewed within its
+	// duration (written again, same holder and term), which this election
+	// never does: an agent of the Lease election holds them.
+	renewed map[string]bool
 	// took are the groups this node took over without recording it (the
 	// API server was unreachable), with the record they replaced.
 	took map[string]string
@@ -92,6 +96,9 @@ type plan struct {
 //     its entries first, then writes the new holder into the Lease; the
 //     new owner answers when it reads that. Without the API server nothing
 //     moves between live nodes.
+//   - A Lease that its holder renews, which this election never does, is
+//     held by an agent of the Lease election: it is not taken over until
+//     the renewals stop for its duration.
 //   - Nothing is answered, taken or handed over without a fresh fence.
 func decide(v view) plan {
 	live := map[string]bool{}
@@ -195,6 +202,11 @@ func decide(v view) plan {
 			}
 		case hasRec && rec.holder != "" && v.members[rec.holder].live && v.members[rec.holder].term == rec.term:
 			d.why = fmt.Sprintf("owner this node; waiting for %s to hand it over", rec.holder)
+		case hasRec && rec.holder != "" && v.renewed[g.Group]:
+			// Taking it would start a fight with that agent's renewals
+			// (see Documentation/l2-announcements.md, "Switching the
+			// election"): it is left alone until it stops renewing.
+			d.why = fmt.Sprintf("owner this node; %s renews the Lease (an agent of the Lease election?): not taken until it stops", rec.holder)
 		case hasRec && claimed[rec.key()] != "":
 			d.why = fmt.Sprintf("owner this node; waiting for %s, which took it over from %s", claimed[rec.key()], rec.key())
 		case hasRec && claimsAll != "":

@@ -99,6 +99,17 @@ func TestDecide(t *testing.T) {
 			v.members = alive("t1", "", "t3")
 			v.records[g] = holding{"node2", "t2", "5"}
 		}, want{}},
+		{"held by an agent of the Lease election that renews it: leave it", func(v *view) {
+			v.records[g] = holding{"node9", "t0", "5"}
+			v.renewed = map[string]bool{g: true}
+		}, want{}},
+		{"held by a node outside the members that stopped renewing: take it over", func(v *view) {
+			v.records[g] = holding{"node9", "t0", "5"}
+		}, want{writes: []write{{group: g, holder: "node1", term: "t1", fromVersion: "5"}}}},
+		{"a renewed Lease naming a live member in its term: it holds it", func(v *view) {
+			v.records[g] = holding{"node1", "t1", "5"}
+			v.renewed = map[string]bool{g: true}
+		}, want{announce: true}},
 		{"not fresh: nothing", func(v *view) {
 			v.fresh = false
 			v.records[g] = holding{"node1", "t1", "5"}

@@ -64,7 +64,7 @@ func registerMembersElector(p params) error {
 		members: newMembers(p.Log, p.Agent.Node()),
 		fence:   fence{newTerm: newTermName},
 		leases:  p.Kube.CoordinationV1().Leases(p.Agent.K8sNamespace),
-		seen:    map[string]seenLease{}, took: map[string]string{}, inflight: map[string]bool{},
+		seen:    map[string]seenLease{}, records: map[string]seenRecord{}, took: map[string]string{}, inflight: map[string]bool{},
 		overlay: map[string]overlay{}, announced: map[string]bool{},
 		results: make(chan writeResult, 64),
 		writing: make(chan struct{}, maxWritesInFlight),
@@ -94,6 +94,9 @@ type elector struct {
 	// seen: when each Lease version was first seen, for the node Leases'
 	// expiry (judged on this node's clock).
 	seen map[string]seenLease
+	// records: the announcement Leases as last seen, and when each was
+	// last renewed (a new version with the same holder).
+	records map[string]seenRecord
 	// took: groups taken over while the API server was unreachable.
 	took map[string]string
 	// inflight: groups with a Lease write or delete under way; overlay:
@@ -115,6 +118,46 @@ const maxWritesInFlight = 8
 type seenLease struct {
 	version string
 	at      time.Time
+}
+
+type seenRecord struct {
+	version, holder, term string
+	renewedAt             time.Time
+	since                 time.Time // first seen by this agent
+}
+
+// observeRecord notes a version of an announcement Lease, seen at now, and
+// reports whether an agent of the Lease election may hold it: it was
+// renewed within its duration (d at least), i.e. written again with the
+// same holder and term, which this election never does (it writes a Lease
+// when the group changes hands, or terms); or this agent has not watched
+// it for that long yet and its holder is no member it knows. The second
+// result is when that stops being true.
+func (e *elector) observeRecord(l *tables.L2Lease, now time.Time, d time.Duration, member bool) (bool, time.Time) {
+	s, ok := e.records[l.Name]
+	if !ok || s.version != l.ResourceVersion {
+		next := seenRecord{version: l.ResourceVersion, holder: l.Holder, term: l.Term, since: now}
+		if ok {
+			next.since = s.since
+			if l.Holder != "" && s.holder == l.Holder && s.term == l.Term {
+				next.renewedAt = now
+			}
+		}
+		s = next
+		e.records[l.Name] = s
+	}
+	d = max(d, time.Duration(l.DurationSeconds)*time.Second)
+	var until time.Time
+	if !s.renewedAt.IsZero() {
+		until = s.renewedAt.Add(d)
+	}
+	if l.Holder != "" && !member && s.since.Add(d).After(until) {
+		until = s.since.Add(d)
+	}
+	if !until.After(now) {
+		return false, time.Time{}
+	}
+	return true, until
 }
 
 type overlay struct {
@@ -275,7 +318,7 @@ func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan s
 
 	v := view{self: e.self, term: e.fence.term, fresh: fresh, mayMove: mayMove, apiUp: e.apiUp(time.Now()),
 		members: map[string]member{}, groups: statedb.Collect(cands), records: map[string]holding{},
-		took: e.took, withdrawn: map[string]bool{}}
+		took: e.took, withdrawn: map[string]bool{}, renewed: map[string]bool{}}
 	now := time.Now()
 	for _, m := range rows {
 		// A death seen before this node's term began counts only after
@@ -283,8 +326,31 @@ func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan s
 		live := m.Live() || !deathTrusted(m, e.fence.since, now)
 		v.members[m.Node] = member{live: live, term: m.Term, tookOver: m.TookOver}
 	}
+	var renewedUntil time.Time
+	present := map[string]bool{}
 	for l := range recs {
+		present[l.Name] = true
+		_, member := v.members[l.Holder]
+		renewed, until := e.observeRecord(l, now, e.timings.Duration, member)
+		if renewed && (renewedUntil.IsZero() || until.Before(renewedUntil)) {
+			renewedUntil = until
+		}
 		v.records[l.Name] = holding{holder: l.Holder, term: l.Term, version: l.ResourceVersion}
+		if renewed {
+			v.renewed[l.Name] = true
+		}
+	}
+	for name := range e.records {
+		if !present[name] {
+			delete(e.records, name)
+		}
+	}
+	// Decide again when a renewed Lease has not been renewed for its
+	// duration: it may be taken then.
+	if !renewedUntil.IsZero() {
+		expired := make(chan struct{})
+		time.AfterFunc(time.Until(renewedUntil), func() { close(expired) })
+		inputs = append(inputs, expired)
 	}
 	for g, o := range e.overlay {
 		if cur, ok := v.records[g]; (ok && cur.version == o.fromVersion) || (!ok && o.fromVersion == "") {
