@@ -23,8 +23,10 @@
 #        during the outage.
 #
 # Takes about 40 minutes. Knobs (environment), see test/l2/bench_test.go:
-# BENCH_L2_TRIALS (20), BENCH_L2_SERVICES (100,1000), BENCH_L2_WINDOW (30s),
-# BENCH_L2_SETTLE_TIMEOUT (5m); BENCH_L2_ARP_COUNT (2000) for (1).
+# BENCH_L2_TRIALS (20), BENCH_L2_FAILOVER_SERVICES (1: Services announced during
+# BenchmarkFailover; with more, it times every VIP of the faulted owner),
+# BENCH_L2_SERVICES (100,1000), BENCH_L2_WINDOW (30s), BENCH_L2_SETTLE_TIMEOUT
+# (5m); BENCH_L2_ARP_COUNT (2000) for (1).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -21,6 +21,7 @@ package l2
 // Knobs (environment):
 //
 //	BENCH_L2_TRIALS           failover trials per timing (20)
+//	BENCH_L2_FAILOVER_SERVICES  Services announced in BenchmarkFailover (1)
 //	BENCH_L2_SERVICES         Service counts of BenchmarkLeaseAPILoad (100,1000)
 //	BENCH_L2_WINDOW           its measurement window (30s)
 //	BENCH_L2_SETTLE_TIMEOUT   how long it waits for IPs and Lease holders (5m)
@@ -338,10 +339,22 @@ const proberInterval = 20 * time.Millisecond
 // and max failover times in seconds, and the number of "double answers":
 // request windows (from one request of the prober to the next) in which
 // two different MACs replied, which must never happen.
+//
+// With BENCH_L2_FAILOVER_SERVICES=N (N > 1), N Services are announced
+// instead of one, and each trial faults the node with the most of them and
+// measures, for each of its VIPs, until another node answers
+// (benchFailoverMany).
 func BenchmarkFailover(b *testing.B) {
 	trials := suite.EnvInt(b, "BENCH_L2_TRIALS", 20)
+	services := suite.EnvInt(b, "BENCH_L2_FAILOVER_SERVICES", 1)
 	for _, st := range failoverSettings {
-		b.Run(st.name, func(b *testing.B) { benchFailover(b, st, trials) })
+		b.Run(st.name, func(b *testing.B) {
+			if services > 1 {
+				benchFailoverMany(b, st, trials, services)
+				return
+			}
+			benchFailover(b, st, trials)
+		})
 	}
 }
 
