@@ -5,6 +5,9 @@ import (
 	"slices"
 
 	"github.com/cilium/hive/cell"
+	"github.com/cilium/statedb/reconciler"
+
+	"github.com/heraldlb/herald/tables"
 )
 
 // attachLoop keeps the program attached to exactly the selected devices.
@@ -37,10 +40,16 @@ func attachLoop(ctx context.Context, p params, h *handle, ops *mapOps, health ce
 				continue
 			}
 			p.Log.Info("ARP responder attached", "ifindex", ifindex, "mode", p.Config.L2ResponderMode)
+			var entries []*tables.L2AnnounceEntry
 			for e := range p.Announce.All(p.DB.ReadTxn()) {
-				if e.Ifindex == ifindex {
-					_ = ops.announce(e.Ifindex, e.IP, e.HardwareAddr())
+				// Only what is in the map: not what was handed over, nor
+				// what waits for a conflict to clear.
+				if e.Ifindex == ifindex && !e.Withdrawn && e.Status.Kind == reconciler.StatusKindDone {
+					entries = append(entries, e)
 				}
+			}
+			if len(entries) > 0 {
+				ops.announceNew(ifindex, entries)
 			}
 		}
 		select {

@@ -22,8 +22,8 @@ type mapOps struct {
 	log *slog.Logger
 	ndp *neigh.NDP
 	// announce sends a gratuitous ARP (IPv4) or an unsolicited Neighbor
-	// Advertisement (IPv6).
-	announce func(ifindex int, ip netip.Addr, mac net.HardwareAddr) error
+	// Advertisement (IPv6) for each of the addresses.
+	announce func(ifindex int, mac net.HardwareAddr, ips []netip.Addr) error
 	// probe asks the LAN whether another host uses the addresses
 	// (neigh.Probe); conflicts reports the ones that do.
 	probe     func(ifindex int, self net.HardwareAddr, ips []netip.Addr) (map[netip.Addr]net.HardwareAddr, error)
@@ -82,10 +82,40 @@ func (o *mapOps) UpdateBatch(_ context.Context, _ statedb.ReadTxn, batch []recon
 			}
 		}
 	}
+	// The entries new to the map: this node just took their IPs over.
+	created := map[port][]*tables.L2AnnounceEntry{}
 	for i := range batch {
-		if batch[i].Result == nil && !batch[i].Object.Withdrawn {
-			batch[i].Result = o.program(batch[i].Object)
+		e := batch[i].Object
+		if batch[i].Result == nil && !e.Withdrawn {
+			var isNew bool
+			isNew, batch[i].Result = o.program(e)
+			if isNew {
+				p := port{e.Ifindex, e.MAC}
+				created[p] = append(created[p], e)
+			}
 		}
+	}
+	for p, entries := range created {
+		o.announceNew(p.ifindex, entries)
+	}
+}
+
+// announceNew tells the LAN that the entries' IPs, new to the map, are at
+// this node (gratuitous ARP, unsolicited Neighbor Advertisement), so that
+// neighbours update their caches at once instead of when their entries
+// expire; all of an interface's at once.
+func (o *mapOps) announceNew(ifindex int, entries []*tables.L2AnnounceEntry) {
+	ips := make([]netip.Addr, len(entries))
+	for i, e := range entries {
+		ips[i] = e.IP
+	}
+	if err := o.announce(ifindex, entries[0].HardwareAddr(), ips); err != nil {
+		// The entries answer requests anyway; only the shortcut failed.
+		o.log.Warn("Announcing the new owner to the LAN failed", "ips", ips, "interface", entries[0].NetworkInterface, "error", err)
+		return
+	}
+	for _, e := range entries {
+		o.log.Info("Announcing", "ip", e.IP, "interface", e.NetworkInterface, "services", e.Origins)
 	}
 }
 
@@ -96,31 +126,20 @@ func (o *mapOps) DeleteBatch(ctx context.Context, txn statedb.ReadTxn, batch []r
 	}
 }
 
-// program puts one entry into the map. An entry new to the map means this
-// node just took the IP over: it announces itself (gratuitous ARP,
-// unsolicited Neighbor Advertisement) so neighbours update their caches at
-// once instead of when their entries expire.
-func (o *mapOps) program(e *tables.L2AnnounceEntry) error {
-	mac := e.HardwareAddr()
-	created, err := o.h.get().Upsert(e.IP, e.Ifindex, mac)
+// program puts one entry into the map, and reports whether it is new
+// there: this node just took the IP over, and announces it (announceNew).
+func (o *mapOps) program(e *tables.L2AnnounceEntry) (created bool, err error) {
+	created, err = o.h.get().Upsert(e.IP, e.Ifindex, e.HardwareAddr())
 	if err != nil {
-		return err
-	}
-	if created {
-		if err := o.announce(e.Ifindex, e.IP, mac); err != nil {
-			// The entry answers requests anyway; only the shortcut failed.
-			o.log.Warn("Announcing the new owner to the LAN failed", "ip", e.IP, "interface", e.NetworkInterface, "error", err)
-		} else {
-			o.log.Info("Announcing", "ip", e.IP, "interface", e.NetworkInterface, "services", e.Origins)
-		}
+		return false, err
 	}
 	if e.IP.Is6() {
 		// After the map entry: solicitations sent to the unicast address
 		// are answered even if joining fails; the error keeps the entry
 		// pending and retried, and says why multicast ones may not arrive.
-		return o.ndp.Want(e.Ifindex, e.IP)
+		return created, o.ndp.Want(e.Ifindex, e.IP)
 	}
-	return nil
+	return created, nil
 }
 
 func (o *mapOps) Delete(_ context.Context, _ statedb.ReadTxn, _ statedb.Revision, e *tables.L2AnnounceEntry) error {

@@ -2,6 +2,7 @@ package l2responder
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -123,19 +124,27 @@ func registerResponder(p params) error {
 		probe: func(ifindex int, self net.HardwareAddr, ips []netip.Addr) (map[netip.Addr]net.HardwareAddr, error) {
 			return neigh.Probe(ifindex, self, ips, probeWait)
 		}}
-	ops.announce = func(ifindex int, ip netip.Addr, mac net.HardwareAddr) error {
-		if ip.Is6() {
-			err := nd.Advertise(ifindex, ip, mac)
-			if err == nil {
+	ops.announce = func(ifindex int, mac net.HardwareAddr, ips []netip.Addr) error {
+		var v4 []netip.Addr
+		var errs []error
+		for _, ip := range ips {
+			if ip.Is4() {
+				v4 = append(v4, ip)
+				continue
+			}
+			if err := nd.Advertise(ifindex, ip, mac); err != nil {
+				errs = append(errs, err)
+			} else {
 				m.unsolicitedNAs.Inc()
 			}
-			return err
 		}
-		err := neigh.SendGratuitousARP(ifindex, ip, mac)
-		if err == nil {
-			m.garps.Inc()
+		// One socket for all of them (see neigh.SendGratuitousARPs).
+		if err := neigh.SendGratuitousARPs(ifindex, mac, v4...); err != nil {
+			errs = append(errs, err)
+		} else {
+			m.garps.Add(float64(len(v4)))
 		}
-		return err
+		return errors.Join(errs...)
 	}
 	// What the program notices while this node answers: another host
 	// speaking for one of its addresses.

@@ -24,9 +24,22 @@ import (
 // neighbour would then keep sending to the old MAC for as long as traffic
 // through it confirms the entry. Other stacks take one form or the other.
 func SendGratuitousARP(ifindex int, ip netip.Addr, mac net.HardwareAddr) error {
-	if !ip.Is4() {
-		// ARP carries IPv4 only; IPv6 would need an unsolicited NA.
-		return fmt.Errorf("gratuitous ARP for %s: not an IPv4 address", ip)
+	return SendGratuitousARPs(ifindex, mac, ip)
+}
+
+// SendGratuitousARPs sends SendGratuitousARP's two frames for each of ips,
+// all through one socket: opening and closing a packet socket costs about
+// 12 ms (the kernel waits for an RCU grace period when it closes one), which
+// a takeover of hundreds of addresses would otherwise pay for each of them.
+func SendGratuitousARPs(ifindex int, mac net.HardwareAddr, ips ...netip.Addr) error {
+	for _, ip := range ips {
+		if !ip.Is4() {
+			// ARP carries IPv4 only; IPv6 would need an unsolicited NA.
+			return fmt.Errorf("gratuitous ARP for %s: not an IPv4 address", ip)
+		}
+	}
+	if len(ips) == 0 {
+		return nil
 	}
 	ifi, err := net.InterfaceByIndex(ifindex)
 	if err != nil {
@@ -37,17 +50,19 @@ func SendGratuitousARP(ifindex int, ip netip.Addr, mac net.HardwareAddr) error {
 		return fmt.Errorf("arp socket on %s: %w", ifi.Name, err)
 	}
 	defer c.Close()
-	announcement, err := arp.NewPacket(arp.OperationRequest, mac, ip, net.HardwareAddr{0, 0, 0, 0, 0, 0}, ip)
-	if err != nil {
-		return err
-	}
-	reply, err := arp.NewPacket(arp.OperationReply, mac, ip, ethernet.Broadcast, ip)
-	if err != nil {
-		return err
-	}
-	for _, p := range []*arp.Packet{announcement, reply} {
-		if err := c.WriteTo(p, ethernet.Broadcast); err != nil {
+	for _, ip := range ips {
+		announcement, err := arp.NewPacket(arp.OperationRequest, mac, ip, net.HardwareAddr{0, 0, 0, 0, 0, 0}, ip)
+		if err != nil {
 			return err
+		}
+		reply, err := arp.NewPacket(arp.OperationReply, mac, ip, ethernet.Broadcast, ip)
+		if err != nil {
+			return err
+		}
+		for _, p := range []*arp.Packet{announcement, reply} {
+			if err := c.WriteTo(p, ethernet.Broadcast); err != nil {
+				return fmt.Errorf("gratuitous ARP for %s on %s: %w", ip, ifi.Name, err)
+			}
 		}
 	}
 	return nil
