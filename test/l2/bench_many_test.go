@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/tables"
+	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/suite"
 )
 
@@ -42,7 +44,14 @@ type manyTrial struct {
 	// written: for each of them, t0 to the acquireTime of the Lease
 	// naming its new holder (what the new owner waits for before it
 	// answers, with the API server up).
-	written          []time.Duration
+	written []time.Duration
+	// From the survivors' logs, relative to t0: when the first declared
+	// the victim dead, when each takeover's Lease write returned (by the
+	// group's Lease), when each VIP went into a responder (after its
+	// conflict probe).
+	dead             time.Duration
+	landed           []time.Duration
+	programmed       []time.Duration
 	missing          int // VIPs nobody else answered before the deadline
 	requests         int
 	windows, doubles int
@@ -246,6 +255,7 @@ func runManyTrial(b *testing.B, ns string, names map[netip.Addr]string, owned []
 	defer stop()
 	time.Sleep(4 * sweepInterval) // a few answers of the owner first
 
+	logs := logMarks()
 	t0 := time.Now()
 	f.apply(b, victim)
 	first := map[netip.Addr]time.Time{}
@@ -283,6 +293,8 @@ func runManyTrial(b *testing.B, ns string, names map[netip.Addr]string, owned []
 		}
 	}
 
+	r.dead, r.landed, r.programmed = takeoverSteps(logs, victim, t0, ns, names, owned)
+
 	// Keep asking while the fault is undone and the node that came back
 	// gets its share again: that is when two nodes could answer at once.
 	time.Sleep(500 * time.Millisecond)
@@ -313,6 +325,67 @@ func runManyTrial(b *testing.B, ns string, names map[netip.Addr]string, owned []
 	return r
 }
 
+// takeoverSteps reads the survivors' logs since marks for the steps of the
+// takeover of owned, relative to t0.
+func takeoverSteps(marks map[*node]agentproc.LogMark, victim *node, t0 time.Time, ns string, names map[netip.Addr]string, owned []netip.Addr) (dead time.Duration, landed, programmed []time.Duration) {
+	leaseOf, isOwned := map[string]bool{}, map[string]bool{}
+	for _, vip := range owned {
+		leaseOf[leaseName(ns, names[vip])] = true
+		isOwned[vip.String()] = true
+	}
+	dead = -1
+	for _, n := range nodes {
+		if n == victim {
+			continue
+		}
+		for _, line := range strings.Split(n.LogsSince(marks[n]), "\n") {
+			kv := logfmt(line)
+			at, err := time.Parse(time.RFC3339Nano, kv["time"])
+			if err != nil || at.Before(t0) {
+				continue
+			}
+			d := at.Sub(t0)
+			switch {
+			case kv["msg"] == "Member changed state" && kv["member"] == victim.Name && kv["state"] == tables.MemberDead:
+				if dead < 0 || d < dead {
+					dead = d
+				}
+			case kv["msg"] == "Announcement lease written" && leaseOf[kv["lease"]] && kv["holder"] == n.Name:
+				landed = append(landed, d)
+			case kv["msg"] == "Announcing" && isOwned[kv["ip"]]:
+				programmed = append(programmed, d)
+			}
+		}
+	}
+	return dead, landed, programmed
+}
+
+// logfmt splits a log line of the agent's text handler into its keys and
+// values (quoted values unquoted).
+func logfmt(line string) map[string]string {
+	kv := map[string]string{}
+	for line = strings.TrimSpace(line); line != ""; line = strings.TrimSpace(line) {
+		k, rest, ok := strings.Cut(line, "=")
+		if !ok {
+			break
+		}
+		var v string
+		if strings.HasPrefix(rest, `"`) {
+			q, err := strconv.QuotedPrefix(rest)
+			if err != nil {
+				break
+			}
+			v, _ = strconv.Unquote(q)
+			rest = rest[len(q):]
+		} else {
+			v, rest, _ = strings.Cut(rest, " ")
+		}
+		kv[k] = v
+		line = rest
+	}
+	return kv
+}
+
 func secs(ds []time.Duration) []float64 {
 	out := make([]float64, len(ds))
 	for i, d := range ds {
@@ -322,12 +395,17 @@ func secs(ds []time.Duration) []float64 {
 }
 
 func reportFailoverMany(b *testing.B, st failoverSetting, n int, results []manyTrial) {
-	var lasts, all, written []time.Duration
+	var lasts, all, written, deaths, landed, programmed []time.Duration
 	doubles, windows, missing := 0, 0, 0
 	for _, r := range results {
 		lasts = append(lasts, r.last())
 		all = append(all, r.perVIP...)
 		written = append(written, r.written...)
+		if r.dead >= 0 {
+			deaths = append(deaths, r.dead)
+		}
+		landed = append(landed, r.landed...)
+		programmed = append(programmed, r.programmed...)
 		doubles += r.doubles
 		windows += r.windows
 		missing += r.missing
@@ -367,6 +445,20 @@ func reportFailoverMany(b *testing.B, st failoverSetting, n int, results []manyT
 		len(a), pct(a, 10), pct(a, 50), pct(a, 90), pct(a, 99), pct(a, 100))
 	fmt.Fprintf(&sb, "Lease written (acquireTime - t0) for %d of them: p10 %.3f s, p50 %.3f s, p90 %.3f s, max %.3f s\n",
 		len(w), pct(w, 10), pct(w, 50), pct(w, 90), pct(w, 100))
+	slices.Sort(deaths)
+	slices.Sort(landed)
+	slices.Sort(programmed)
+	for _, step := range []struct {
+		what string
+		ds   []time.Duration
+	}{
+		{"the victim declared dead (first survivor's log)", deaths},
+		{"Lease write returned (\"Announcement lease written\")", landed},
+		{"VIP in the new owner's responder, after its conflict probe (\"Announcing\")", programmed},
+	} {
+		x := secs(step.ds)
+		fmt.Fprintf(&sb, "%s, %d: p10 %.3f s, p50 %.3f s, p90 %.3f s, max %.3f s\n", step.what, len(x), pct(x, 10), pct(x, 50), pct(x, 90), pct(x, 100))
+	}
 	fmt.Fprintf(&sb, "never answered by another node: %d; double answers (two MACs replying to one request): %d in %d request windows",
 		missing, doubles, windows)
 	suite.Say(b, "%s", sb.String())
