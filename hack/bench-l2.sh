@@ -24,7 +24,8 @@
 #
 # Takes about 40 minutes. Knobs (environment), see test/l2/bench_test.go:
 # BENCH_L2_TRIALS (20), BENCH_L2_FAILOVER_SERVICES (1: Services announced during
-# BenchmarkFailover; with more, it times every VIP of the faulted owner),
+# BenchmarkFailover; with more, it times every VIP of the faulted owner, and
+# BENCH_L2_AGENT_ARGS adds agent flags, e.g. --k8s-client-qps=500),
 # BENCH_L2_SERVICES (100,1000), BENCH_L2_WINDOW (30s), BENCH_L2_SETTLE_TIMEOUT
 # (5m); BENCH_L2_ARP_COUNT (2000) for (1).
 set -euo pipefail

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -174,7 +175,9 @@ func benchFailoverMany(b *testing.B, st failoverSetting, trials, n int) {
 	lt := st.lt
 	settleTimeout := envDuration(b, "BENCH_L2_SETTLE_TIMEOUT", 5*time.Minute)
 	ensureAgents(b)
-	withTimings(b, lt, "--l2-announcements-election="+st.election)
+	// BENCH_L2_AGENT_ARGS: more agent flags, e.g. a higher client rate
+	// limit, to see what the takeover's Lease writes wait for.
+	withTimings(b, lt, append([]string{"--l2-announcements-election=" + st.election}, strings.Fields(os.Getenv("BENCH_L2_AGENT_ARGS"))...)...)
 	bn := newBenchNS(b)
 	start := time.Now()
 	vips := bn.createServicesWithIPs(n, settleTimeout)

@@ -22,6 +22,7 @@ package l2
 //
 //	BENCH_L2_TRIALS           failover trials per timing (20)
 //	BENCH_L2_FAILOVER_SERVICES  Services announced in BenchmarkFailover (1)
+//	BENCH_L2_AGENT_ARGS       more agent flags for it, with more than one Service
 //	BENCH_L2_SERVICES         Service counts of BenchmarkLeaseAPILoad (100,1000)
 //	BENCH_L2_WINDOW           its measurement window (30s)
 //	BENCH_L2_SETTLE_TIMEOUT   how long it waits for IPs and Lease holders (5m)
