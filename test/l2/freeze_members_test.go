@@ -98,12 +98,7 @@ func TestMembersFreezeAfterNodeLeaseRenewal(t *testing.T) {
 		old := s.waitOwner("web", vip)
 		trap := traps[old]
 		before := client.mark()
-		trap.arm()
-		select {
-		case <-trap.frozen:
-		case <-time.After(10 * retryPeriod):
-			t.Fatalf("round %d: no renewal of %s's node Lease passed its proxy", round, old.Name)
-		}
+		trap.freezeAtNextRenewal(t, round)
 		owner := s.waitOwner("web", vip, old)
 		waitGratuitous(t, vip, owner, before)
 		must(t, old.Thaw())

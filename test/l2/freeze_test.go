@@ -46,12 +46,7 @@ func TestFreezeAfterRenewal(t *testing.T) {
 		old := s.waitOwner("web", vip)
 		trap := traps[old]
 		before := client.mark()
-		trap.arm()
-		select {
-		case <-trap.frozen:
-		case <-time.After(10 * retryPeriod):
-			t.Fatalf("round %d: no renewal of %s by %s passed its proxy", round, lease, old.Name)
-		}
+		trap.freezeAtNextRenewal(t, round)
 		owner := s.waitOwner("web", vip, old)
 		waitGratuitous(t, vip, owner, before)
 		if err := old.Thaw(); err != nil {
@@ -130,8 +125,15 @@ func trapRenewals(t *testing.T, n *node, lease string) *renewalTrap {
 	return tr
 }
 
-func (tr *renewalTrap) arm() {
+// freezeAtNextRenewal arms the trap and waits until it froze the agent.
+func (tr *renewalTrap) freezeAtNextRenewal(t *testing.T, round int) {
+	t.Helper()
 	tr.mu.Lock()
 	tr.armed = true
 	tr.mu.Unlock()
+	select {
+	case <-tr.frozen:
+	case <-time.After(timeout):
+		t.Fatalf("round %d: no renewal by %s passed its proxy", round, tr.n.Name)
+	}
 }

@@ -98,18 +98,7 @@ func behindRecordingProxy(t *testing.T, n *node) *requestLog {
 	}
 	direct := n.agent.Kubeconfig
 	restart := func(kubeconfig string) {
-		if err := n.agent.Stop(); err != nil {
-			t.Error(err)
-		}
-		n.agent.Kubeconfig = kubeconfig
-		if err := n.agent.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		if err := n.waitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
+		reconfigureAgent(t, n, func(a *agentproc.Agent) { a.Kubeconfig = kubeconfig })
 	}
 	restart(p.Kubeconfig)
 	t.Cleanup(func() {

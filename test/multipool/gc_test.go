@@ -18,23 +18,8 @@ import (
 func TestGarbageCollection(t *testing.T) {
 	logAgentsOnFailure(t)
 	n := nodes[1]
-	restart := func(args ...string) {
-		t.Helper()
-		if err := n.agent.Stop(); err != nil {
-			t.Error(err)
-		}
-		n.agent.SetExtraArgs(args...)
-		if err := n.agent.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		if err := n.waitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	restart("--ipam-gc-grace=2s")
-	defer restart()
+	restartAgent(t, n, "--ipam-gc-grace=2s")
+	defer restartAgent(t, n)
 
 	ns := namespace(t, "gc", nil)
 	kept := startPod(t, n, ns, "kept", nil)

@@ -12,6 +12,7 @@ import (
 	"github.com/mdlayher/ethernet"
 
 	"github.com/heraldlb/herald/tables"
+	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/netlab"
 )
 
@@ -100,10 +101,17 @@ func TestL2PodAnnouncements(t *testing.T) {
 // extra flags (none: the suite's own), then waits until it is ready.
 func restartAgent(t *testing.T, n *node, extra ...string) {
 	t.Helper()
+	reconfigureAgent(t, n, func(a *agentproc.Agent) { a.SetExtraArgs(extra...) })
+}
+
+// reconfigureAgent stops a node's agent (SIGTERM), lets change adjust how
+// it runs, starts it again and waits until it is ready.
+func reconfigureAgent(t *testing.T, n *node, change func(*agentproc.Agent)) {
+	t.Helper()
 	if err := n.agent.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	n.agent.SetExtraArgs(extra...)
+	change(n.agent)
 	if err := n.agent.Start(); err != nil {
 		t.Fatal(err)
 	}
