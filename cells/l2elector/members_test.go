@@ -123,3 +123,35 @@ func TestConfirmationCountsFromSend(t *testing.T) {
 		t.Errorf("confirmWindow %s exceeds memberlist's shortest suspicion %s", confirmWindow, suspicionMult*probeInterval)
 	}
 }
+
+// A node with another peer secret cannot join, and nobody confirms it:
+// every packet is encrypted and authenticated with the secret's key.
+func TestWrongSecretCannotJoin(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	good, intruder := newMembers(log, "node1"), newMembers(log, "intruder")
+	if err := good.start(netip.MustParseAddr("127.0.0.1"), 27953, []byte("the cluster's secret, long enough")); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = good.ml.Load().Shutdown() }()
+	if err := intruder.start(netip.MustParseAddr("127.0.0.1"), 27954, []byte("another secret, also long enough")); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = intruder.ml.Load().Shutdown() }()
+
+	if n, err := intruder.ml.Load().Join([]string{"127.0.0.1:27953"}); err == nil || n != 0 {
+		t.Fatalf("join with the wrong secret: %d nodes contacted, error %v; want none and an error", n, err)
+	}
+	// Echoes sent anyway, by the intruder to the member it was told of
+	// and the other way round, go unanswered.
+	for range 20 {
+		intruder.echo(0)
+		good.echo(0)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if memberNamed(good.ml.Load().Members(), "intruder") != nil || memberNamed(intruder.ml.Load().Members(), "node1") != nil {
+		t.Fatal("the nodes list each other despite different secrets")
+	}
+	if !intruder.confirmedUntil().IsZero() || !good.confirmedUntil().IsZero() {
+		t.Fatal("a node was confirmed by a peer with another secret")
+	}
+}
