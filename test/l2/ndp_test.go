@@ -222,6 +222,7 @@ func TestIPv6VIP(t *testing.T) {
 			t.Errorf("%s in the solicited-node group of %s: %v, want %v", n.Name, vip, got, n == owner)
 		}
 	}
+	expectDbgResponder(t, vip, owner)
 
 	start := client6.mark()
 	t.Logf("kill -9 the agent of %s", owner.Name)
@@ -249,6 +250,7 @@ func TestIPv6VIP(t *testing.T) {
 		t.Errorf("%s answers for %s but did not join its solicited-node group", next.Name, vip)
 	}
 	ensureAgents(t)
+	expectDbgResponder(t, vip, next)
 
 	s.deleteService("web6")
 	waitWithdrawn(t, next, vip)
@@ -257,5 +259,36 @@ func TestIPv6VIP(t *testing.T) {
 	}
 	if macs, err := client6.probe(vip); err != nil || len(macs) != 0 {
 		t.Fatalf("after the Service is gone, solicitations for %s got answers from %v (%v)", vip, macs, err)
+	}
+}
+
+// expectDbgResponder checks `herald-dbg bpf responder` on the nodes whose
+// pins the host sees (not node3's, pinned in its agent's own mount
+// namespace; in a pod, herald-dbg runs in the agent's container, which
+// sees them): the owner lists vip as
+// answering neighbor solicitations, the others do not list it. Of two
+// successive owners, at least one is checked.
+func expectDbgResponder(t *testing.T, vip netip.Addr, owner *node) {
+	t.Helper()
+	for _, n := range nodes {
+		if n.BPFRoot == "" {
+			continue
+		}
+		out, err := n.Dbg("bpf", "responder")
+		if err != nil {
+			t.Fatalf("herald-dbg bpf responder on %s: %v", n.Name, err)
+		}
+		var line string
+		for _, l := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == vip.String() {
+				line = l
+			}
+		}
+		switch {
+		case n == owner && !strings.Contains(line, "neighbor solicitations"):
+			t.Errorf("herald-dbg bpf responder on %s, the owner: no entry for %s answering neighbor solicitations:\n%s", n.Name, vip, out)
+		case n != owner && line != "":
+			t.Errorf("herald-dbg bpf responder on %s lists %s, owned by %s:\n%s", n.Name, vip, owner.Name, out)
+		}
 	}
 }
