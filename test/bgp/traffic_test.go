@@ -30,6 +30,8 @@ var (
 )
 
 // ensureTraffic starts the pods and kube-proxy on every node, once per run.
+// kube-proxy runs in nftables mode here (test/l2 runs it in iptables mode),
+// so that both modes carry traffic to a Herald VIP in make test.
 func ensureTraffic(t *testing.T) {
 	t.Helper()
 	trafficOnce.Do(func() {
@@ -38,7 +40,7 @@ func ensureTraffic(t *testing.T) {
 			names = append(names, n.Name)
 		}
 		pods, trafficErr = backends.Start(backends.Options{
-			Cluster: testCluster, LAN: lan, WorkDir: workDir, Nodes: names, Port: backendPort,
+			Cluster: testCluster, LAN: lan, WorkDir: workDir, Nodes: names, Port: backendPort, KubeProxyMode: "nftables",
 			PodNet: func(i int) (netip.Prefix, netip.Prefix) {
 				return netip.MustParsePrefix(fmt.Sprintf("198.18.%d.0/24", 50+i)), netip.MustParsePrefix(fmt.Sprintf("fd00:18:0:%d::/64", 50+i))
 			},
