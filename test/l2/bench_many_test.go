@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/suite"
@@ -77,16 +76,7 @@ func (bn *benchNS) createServicesWithIPs(n int, settleTimeout time.Duration) map
 		b.Fatalf("%d Services do not fit in %s", n, failoverPoolCIDR)
 	}
 	pools := herald.CiliumV2alpha1().CiliumLoadBalancerIPPools()
-	pool := &v2alpha1.CiliumLoadBalancerIPPool{
-		ObjectMeta: metav1.ObjectMeta{Name: failoverPoolName},
-		Spec: v2alpha1.CiliumLoadBalancerIPPoolSpec{
-			ServiceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{testLabel: bn.ns}},
-			Blocks:          []v2alpha1.CiliumLoadBalancerIPPoolIPBlock{{Cidr: failoverPoolCIDR}},
-		},
-	}
-	if _, err := pools.Create(ctx, pool, metav1.CreateOptions{}); err != nil {
-		b.Fatalf("creating pool %s: %v", failoverPoolName, err)
-	}
+	createPool(b, failoverPoolName, bn.ns, failoverPoolCIDR)
 	// Registered after the namespace's cleanup, so it runs before it.
 	b.Cleanup(func() {
 		bn.cleanup()

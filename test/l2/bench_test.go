@@ -758,16 +758,7 @@ func newLeaseLoad(b *testing.B, counts []int, settleTimeout time.Duration) *leas
 	ll := &leaseLoad{benchNS: newBenchNS(b), counts: counts, settleTimeout: settleTimeout}
 
 	pools := herald.CiliumV2alpha1().CiliumLoadBalancerIPPools()
-	pool := &v2alpha1.CiliumLoadBalancerIPPool{
-		ObjectMeta: metav1.ObjectMeta{Name: loadPoolName},
-		Spec: v2alpha1.CiliumLoadBalancerIPPoolSpec{
-			ServiceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{testLabel: ll.ns}},
-			Blocks:          []v2alpha1.CiliumLoadBalancerIPPoolIPBlock{{Cidr: loadPoolCIDR}},
-		},
-	}
-	if _, err := pools.Create(ctx, pool, metav1.CreateOptions{}); err != nil {
-		b.Fatalf("creating pool %s: %v", loadPoolName, err)
-	}
+	createPool(b, loadPoolName, ll.ns, loadPoolCIDR)
 	// Registered after the namespace's cleanup, so it runs before it: the
 	// pool goes after the Services, and the Leases after the pool.
 	b.Cleanup(func() {
@@ -1247,16 +1238,7 @@ func BenchmarkAPIServerOutage(b *testing.B) {
 	ctx := context.Background()
 	pools := herald.CiliumV2alpha1().CiliumLoadBalancerIPPools()
 	poolName := bn.ns + "-outage"
-	pool := &v2alpha1.CiliumLoadBalancerIPPool{
-		ObjectMeta: metav1.ObjectMeta{Name: poolName},
-		Spec: v2alpha1.CiliumLoadBalancerIPPoolSpec{
-			ServiceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{testLabel: bn.ns}},
-			Blocks:          []v2alpha1.CiliumLoadBalancerIPPoolIPBlock{{Cidr: outagePoolCIDR}},
-		},
-	}
-	if _, err := pools.Create(ctx, pool, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
+	createPool(b, poolName, bn.ns, outagePoolCIDR)
 	b.Cleanup(func() { _ = pools.Delete(context.Background(), poolName, metav1.DeleteOptions{}) })
 	block := netip.MustParsePrefix(outagePoolCIDR)
 	var svcs []*corev1.Service

@@ -688,3 +688,20 @@ func expectNoDoubleAnswers(t *testing.T, vip netip.Addr, prober *markedProber, s
 	}
 	t.Logf("%d requests, each answered by at most one MAC", windows)
 }
+
+// createPool creates the LB IPAM pool name of cidr for the Services
+// labelled testLabel=value. The caller deletes it, in the order its
+// cleanup needs.
+func createPool(tb testing.TB, name, value, cidr string) {
+	tb.Helper()
+	pool := &v2alpha1.CiliumLoadBalancerIPPool{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v2alpha1.CiliumLoadBalancerIPPoolSpec{
+			ServiceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{testLabel: value}},
+			Blocks:          []v2alpha1.CiliumLoadBalancerIPPoolIPBlock{{Cidr: cidr}},
+		},
+	}
+	if _, err := herald.CiliumV2alpha1().CiliumLoadBalancerIPPools().Create(context.Background(), pool, metav1.CreateOptions{}); err != nil {
+		tb.Fatalf("creating pool %s: %v", name, err)
+	}
+}

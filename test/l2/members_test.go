@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -107,16 +106,7 @@ func (s *scenario) createManyServices(n int) map[string]netip.Addr {
 	s.t.Helper()
 	ctx := context.Background()
 	poolName := s.ns + "-many"
-	pool := &v2alpha1.CiliumLoadBalancerIPPool{
-		ObjectMeta: metav1.ObjectMeta{Name: poolName},
-		Spec: v2alpha1.CiliumLoadBalancerIPPoolSpec{
-			ServiceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{testLabel: s.label}},
-			Blocks:          []v2alpha1.CiliumLoadBalancerIPPoolIPBlock{{Cidr: manyPoolCIDR}},
-		},
-	}
-	if _, err := herald.CiliumV2alpha1().CiliumLoadBalancerIPPools().Create(ctx, pool, metav1.CreateOptions{}); err != nil {
-		s.t.Fatalf("creating pool: %v", err)
-	}
+	createPool(s.t, poolName, s.label, manyPoolCIDR)
 	s.t.Cleanup(func() {
 		_ = herald.CiliumV2alpha1().CiliumLoadBalancerIPPools().Delete(context.Background(), poolName, metav1.DeleteOptions{})
 	})
