@@ -25,13 +25,9 @@ const (
 	EventAllocationFailed = "PodCIDRAllocationFailed"
 )
 
-// fence returns a context for a write of the given term, or an error when
-// the write must not go out.
-type fence func(ctx context.Context, term uint64) (context.Context, context.CancelFunc, error)
-
 // nodeWriter applies the allocator's decisions to the CiliumNodes.
 type nodeWriter struct {
-	fence  fence
+	fence  tables.WriteFence
 	client versioned.Interface
 	nodes  statedb.Table[*tables.CiliumNode]
 	events record.EventRecorder

@@ -22,7 +22,7 @@ import (
 // poolWriter writes a pool's status and keeps its finalizer while nodes
 // hold CIDRs of it.
 type poolWriter struct {
-	fence  fence
+	fence  tables.WriteFence
 	client versioned.Interface
 	pools  statedb.Table[*tables.PodIPPool]
 	events record.EventRecorder

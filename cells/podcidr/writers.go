@@ -1,7 +1,6 @@
 package podcidr
 
 import (
-	"context"
 	"time"
 
 	"github.com/cilium/hive/cell"
@@ -32,10 +31,7 @@ func registerWriters(p writerParams) error {
 	if !p.Agent.MultiPool() {
 		return nil
 	}
-	f := func(ctx context.Context, term uint64) (context.Context, context.CancelFunc, error) {
-		l, _, _ := p.Leadership.Get(p.Reconcile.DB.ReadTxn(), tables.LeadershipLeaseIndex.Query(tables.PodIPAMLease))
-		return l.Fence(ctx, term, time.Now())
-	}
+	f := tables.LeaseFence(p.Reconcile.DB, p.Leadership, tables.PodIPAMLease)
 	nw := &nodeWriter{fence: f, client: p.Client, nodes: p.CiliumNodes, events: p.Events, log: p.Reconcile.Log}
 	if _, err := reconciler.Register(p.Reconcile, p.Decisions,
 		(*tables.PodCIDRDecision).Clone, (*tables.PodCIDRDecision).SetStatus, (*tables.PodCIDRDecision).GetStatus,
