@@ -2,6 +2,7 @@ package l2elector
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
 
 	"github.com/heraldlb/herald/tables"
@@ -42,7 +43,7 @@ type view struct {
 type member struct {
 	live     bool
 	term     string
-	tookOver []string // "node/term" records it answers for unrecorded
+	tookOver []string // claimKey()s of the records it answers for unrecorded
 }
 
 // holding is the announcement Lease of a group: who holds it, in which term.
@@ -52,6 +53,17 @@ type holding struct {
 }
 
 func (r holding) key() string { return r.holder + "/" + r.term }
+
+// claimKey names, in a member's metadata, one group it took over from the
+// record key without recording it: the record and a short hash of the
+// group. The record alone would claim every group of a dead holder, and
+// keep a second survivor from taking the others while the API server is
+// away. A hash collision only makes another node wait.
+func claimKey(group, record string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(group))
+	return fmt.Sprintf("%s#%08x", record, h.Sum32())
+}
 
 // write is a change of a group's Lease: conditional on fromVersion ("" to
 // create it).
@@ -207,8 +219,12 @@ func decide(v view) plan {
 			// (see Documentation/l2-announcements.md, "Switching the
 			// election"): it is left alone until it stops renewing.
 			d.why = fmt.Sprintf("owner this node; %s renews the Lease (an agent of the Lease election?): not taken until it stops", rec.holder)
+		case hasRec && claimed[claimKey(g.Group, rec.key())] != "":
+			d.why = fmt.Sprintf("owner this node; waiting for %s, which took it over from %s", claimed[claimKey(g.Group, rec.key())], rec.key())
 		case hasRec && claimed[rec.key()] != "":
-			d.why = fmt.Sprintf("owner this node; waiting for %s, which took it over from %s", claimed[rec.key()], rec.key())
+			// An agent before per-group claims: it claims every group of
+			// the record.
+			d.why = fmt.Sprintf("owner this node; waiting for %s, which took over groups of %s", claimed[rec.key()], rec.key())
 		case hasRec && claimsAll != "":
 			d.why = fmt.Sprintf("owner this node; waiting for %s, which took over more groups than it can list", claimsAll)
 		case v.apiUp:

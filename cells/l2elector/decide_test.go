@@ -84,6 +84,16 @@ func TestDecide(t *testing.T) {
 		}, want{}},
 		{"another member took it over unrecorded: wait for it", func(v *view) {
 			v.records[g] = holding{"node1", "t0", "5"}
+			v.members["node3"] = member{live: true, term: "t3", tookOver: []string{claimKey(g, "node1/t0")}}
+		}, want{}},
+		{"another member took over another group of the same dead holder: take this one", func(v *view) {
+			v.apiUp = false
+			v.members = alive("t1", "", "t3")
+			v.members["node3"] = member{live: true, term: "t3", tookOver: []string{claimKey("other/group", "node2/t2")}}
+			v.records[g] = holding{"node2", "t2", "5"}
+		}, want{announce: true, took: map[string]string{g: "node2/t2"}}},
+		{"an agent before per-group claims took over groups of the record: wait for it", func(v *view) {
+			v.records[g] = holding{"node1", "t0", "5"}
 			v.members["node3"] = member{live: true, term: "t3", tookOver: []string{"node1/t0"}}
 		}, want{}},
 		{"another member took over more than it can list: wait for it", func(v *view) {

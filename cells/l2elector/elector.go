@@ -464,8 +464,8 @@ func (e *elector) apply(v view, p plan, fresh bool) {
 		}
 	}
 	slices.Sort(meta.Devices)
-	for _, k := range p.took {
-		meta.TookOver = append(meta.TookOver, k)
+	for g, k := range p.took {
+		meta.TookOver = append(meta.TookOver, claimKey(g, k))
 	}
 	slices.Sort(meta.TookOver)
 	meta.TookOver = slices.Compact(meta.TookOver)
