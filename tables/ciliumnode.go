@@ -2,6 +2,7 @@ package tables
 
 import (
 	"fmt"
+	"hash/fnv"
 	"iter"
 	"net/netip"
 	"slices"
@@ -62,6 +63,22 @@ type CiliumNode struct {
 	AllocatedErrors []string    `json:"allocatedErrors,omitempty"`
 	OperatorError   string      `json:"operatorError,omitempty"`
 	Usage           []PoolUsage `json:"usage,omitempty"`
+	// UsedDigest identifies the content of status.ipam.used (UsedDigest):
+	// the node's agent compares it with what it would write, so that the
+	// list also goes back to empty after a restart.
+	UsedDigest uint64 `json:"usedDigest"`
+}
+
+// UsedDigest is a digest of a status.ipam.used map: equal maps, and only
+// those (barring a 64-bit collision), have equal digests. The empty map
+// and a missing one are the same.
+func UsedDigest(used map[string]v2.AllocationIP) uint64 {
+	h := fnv.New64a()
+	for _, ip := range slices.Sorted(mapsKeys(used)) {
+		u := used[ip]
+		fmt.Fprintf(h, "%s\x00%s\x00%s\n", ip, u.Owner, u.Resource)
+	}
+	return h.Sum64()
 }
 
 // AllocatedIn returns the node's CIDRs of one pool.
@@ -129,6 +146,7 @@ func CiliumNodeFromK8s(n *v2.CiliumNode) *CiliumNode {
 	out := &CiliumNode{
 		Name: n.Name, UID: string(n.UID), ResourceVersion: n.ResourceVersion,
 		CreationTimestamp: n.CreationTimestamp.Time, OperatorError: n.Status.IPAM.OperatorStatus.Error,
+		UsedDigest: UsedDigest(n.Status.IPAM.Used),
 	}
 	for _, r := range n.Spec.IPAM.Pools.Requested {
 		out.Requested = append(out.Requested, PoolDemand{Pool: r.Pool, IPv4: r.Needed.IPv4Addrs, IPv6: r.Needed.IPv6Addrs})

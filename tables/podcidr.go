@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math/big"
 	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
 )
 
 // Annotations that choose a pod's pool (the spec's multi-pool section): on
@@ -94,4 +97,89 @@ func NextPrefix(p netip.Prefix) (netip.Prefix, bool) {
 // PrefixesOverlap reports whether two prefixes share an address.
 func PrefixesOverlap(a, b netip.Prefix) bool {
 	return a.Addr().BitLen() == b.Addr().BitLen() && a.Overlaps(b)
+}
+
+// ShortfallCause says why the pod CIDR allocator could not give a node the
+// addresses it asks of a pool.
+type ShortfallCause string
+
+const (
+	ShortfallExhausted ShortfallCause = "exhausted" // no free CIDR is left in the pool
+	ShortfallConflict  ShortfallCause = "conflict"  // the pool overlaps an older one
+	ShortfallDeleting  ShortfallCause = "deleting"  // the pool is being deleted
+)
+
+// PodCIDRShortfall is one pool and family the allocator could not fill for
+// a node. The allocator writes it into the CiliumNode's
+// status.ipam.operator-status.error as text (String, Cilium's field), and
+// the node's agent reads it back (ParsePodCIDRShortfalls) to answer a
+// waiting ADD at once with the reason.
+type PodCIDRShortfall struct {
+	Pool   string         `json:"pool"`
+	Family Family         `json:"family"`
+	Cause  ShortfallCause `json:"cause"`
+	// Detail is the human reason, e.g. "no free /24 is left in its IPv4 CIDRs".
+	Detail string `json:"detail"`
+	// Requested is the node's demand the allocator looked at; Available
+	// what the node's CIDRs of the pool hold.
+	Requested uint64 `json:"requested"`
+	Available uint64 `json:"available"`
+}
+
+func (s PodCIDRShortfall) String() string {
+	return fmt.Sprintf("unable to allocate %s CIDRs from pool %q: %s (%d addresses requested, %d available)",
+		s.Family, s.Pool, s.Detail, s.Requested, s.Available)
+}
+
+// Details of the shortfalls other than exhaustion: their text tells the
+// cause when the error is read back.
+const (
+	shortfallDeletingDetail = "the pool is being deleted"
+	shortfallConflictDetail = "the pool conflicts with another one"
+)
+
+// NewPodCIDRShortfall builds a shortfall. detail is, for exhaustion, the
+// whole reason; for a conflict, the conflict's message; a deletion needs
+// none.
+func NewPodCIDRShortfall(pool string, f Family, cause ShortfallCause, detail string, requested, available uint64) PodCIDRShortfall {
+	s := PodCIDRShortfall{Pool: pool, Family: f, Cause: cause, Detail: detail, Requested: requested, Available: available}
+	switch cause {
+	case ShortfallDeleting:
+		s.Detail = shortfallDeletingDetail
+	case ShortfallConflict:
+		s.Detail = shortfallConflictDetail + " (" + detail + ")"
+	}
+	return s
+}
+
+var shortfallRE = regexp.MustCompile(`^unable to allocate (IPv4|IPv6) CIDRs from pool "([^"]+)": (.*) \((\d+) addresses requested, (\d+) available\)$`)
+
+// ParsePodCIDRShortfalls reads the shortfalls back from an operator-status
+// error (the allocator joins its messages with "; "). Other messages, and
+// text written by hand, are skipped.
+func ParsePodCIDRShortfalls(operatorError string) []PodCIDRShortfall {
+	var out []PodCIDRShortfall
+	for _, msg := range strings.Split(operatorError, "; ") {
+		m := shortfallRE.FindStringSubmatch(msg)
+		if m == nil {
+			continue
+		}
+		req, err1 := strconv.ParseUint(m[4], 10, 64)
+		avail, err2 := strconv.ParseUint(m[5], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		s := PodCIDRShortfall{Pool: m[2], Family: IPv4, Cause: ShortfallExhausted, Detail: m[3], Requested: req, Available: avail}
+		if m[1] == "IPv6" {
+			s.Family = IPv6
+		}
+		switch {
+		case m[3] == shortfallDeletingDetail:
+			s.Cause = ShortfallDeleting
+		case strings.HasPrefix(m[3], shortfallConflictDetail):
+			s.Cause = ShortfallConflict
+		}
+		out = append(out, s)
+	}
+	return out
 }

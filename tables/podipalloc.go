@@ -22,6 +22,9 @@ type NodePodCIDR struct {
 	Releasing bool         `json:"releasing,omitempty"`
 	// Gone: the CiliumNode no longer lists it, but pods still use it.
 	Gone bool `json:"gone,omitempty"`
+	// Draining: its pool no longer has it; nothing new comes from it and
+	// it is released once its last address is.
+	Draining bool `json:"draining,omitempty"`
 }
 
 func (c *NodePodCIDR) TableHeader() []string {
@@ -35,6 +38,8 @@ func (c *NodePodCIDR) TableRow() []string {
 		state = "gone from the CiliumNode, in use"
 	case c.Releasing:
 		state = "releasing"
+	case c.Draining:
+		state = "draining (no longer in its pool)"
 	}
 	return []string{c.CIDR.String(), c.Pool, fmt.Sprint(c.InUse), fmt.Sprint(c.Usable), state}
 }

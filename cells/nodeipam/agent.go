@@ -135,7 +135,7 @@ func (a *agent) restore() error {
 	}
 	// Under a.mu: the garbage collector tells a restored agent by state.
 	a.mu.Lock()
-	a.state = newState(j, a.families, time.Now)
+	a.state = newState(j, a.families, a.pre, time.Now)
 	a.state.restore(entries)
 	a.mu.Unlock()
 	a.Log.Info("Restored pod address allocations from the journal", "allocations", len(entries), "dir", j.dir)
@@ -207,7 +207,7 @@ func (a *agent) publishAllLocked() {
 	defer wtxn.Commit()
 	_ = a.CIDRs.DeleteAll(wtxn)
 	for p, c := range a.state.cidrs {
-		_, _, _ = a.CIDRs.Insert(wtxn, &tables.NodePodCIDR{CIDR: p, Pool: c.pool, InUse: c.addrs.inUse(), Usable: c.addrs.usable(), Releasing: c.releasing, Gone: c.gone})
+		_, _, _ = a.CIDRs.Insert(wtxn, cidrRow(p, c))
 	}
 	_ = a.Allocations.DeleteAll(wtxn)
 	for _, e := range a.state.allocs {
@@ -238,11 +238,15 @@ func (a *agent) publishLocked(added, released []entry) {
 	}
 	for p := range touched {
 		if c := a.state.cidrs[p]; c != nil {
-			_, _, _ = a.CIDRs.Insert(wtxn, &tables.NodePodCIDR{CIDR: p, Pool: c.pool, InUse: c.addrs.inUse(), Usable: c.addrs.usable(), Releasing: c.releasing, Gone: c.gone})
+			_, _, _ = a.CIDRs.Insert(wtxn, cidrRow(p, c))
 		} else {
 			_, _, _ = a.CIDRs.Delete(wtxn, &tables.NodePodCIDR{CIDR: p})
 		}
 	}
+}
+
+func cidrRow(p netip.Prefix, c *nodeCIDR) *tables.NodePodCIDR {
+	return &tables.NodePodCIDR{CIDR: p, Pool: c.pool, InUse: c.addrs.inUse(), Usable: c.addrs.usable(), Releasing: c.releasing, Gone: c.gone, Draining: c.draining}
 }
 
 func allocationRow(e entry) *tables.PodIPAllocation {

@@ -119,6 +119,10 @@ func outcomeName(code uint) string {
 		return "unknown_pool"
 	case ipamv1.CodeBadAnnotation:
 		return "bad_annotation"
+	case ipamv1.CodePoolConflict:
+		return "pool_conflict"
+	case ipamv1.CodePoolDeleting:
+		return "pool_deleting"
 	case ipamv1.CodeInvalidRequest:
 		return "invalid_request"
 	case ipamv1.CodeInvalidEnvironment:

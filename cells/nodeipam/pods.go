@@ -18,6 +18,8 @@ import (
 // Event reasons on Pods.
 const (
 	EventPoolExhausted = "IPPoolExhausted"
+	EventPoolConflict  = "IPPoolConflict"
+	EventPoolDeleting  = "IPPoolDeleting"
 	EventUnknownPool   = "IPPoolUnknown"
 	EventBadAnnotation = "IPPoolAnnotationInvalid"
 )
@@ -49,6 +51,13 @@ func (a *agent) choosePools(ctx context.Context, ref ipamv1.PodRef) (map[tables.
 		if why != "" {
 			a.podEvent(ref, corev1.EventTypeWarning, EventUnknownPool, why)
 			return nil, cniError(http.StatusBadRequest, ipamv1.CodeUnknownPool, "pod %s/%s: %s", ref.Namespace, ref.Name, why)
+		}
+		if pool.Deleting {
+			// Its CIDRs drain so that the deletion can finish: a new pod
+			// would hold it up.
+			why = fmt.Sprintf("CiliumPodIPPool %q (%s) is being deleted", choice.Pool, choice.Why)
+			a.podEvent(ref, corev1.EventTypeWarning, EventPoolDeleting, why)
+			return nil, cniError(http.StatusConflict, ipamv1.CodePoolDeleting, "pod %s/%s: %s", ref.Namespace, ref.Name, why)
 		}
 		out[f] = choice.Pool
 	}

@@ -203,6 +203,10 @@ func (a *agent) add(ctx context.Context, req ipamv1.AddRequest) (*ipamv1.AddResp
 			}
 			return response(got), nil
 		case !errors.Is(err, errNoRoom):
+			var sf *shortfallError
+			if errors.As(err, &sf) {
+				return nil, a.refuse(req.Pod, sf)
+			}
 			return nil, err
 		}
 		// The demand now includes this ADD: the node asks for more.
@@ -221,6 +225,21 @@ func (a *agent) add(ctx context.Context, req ipamv1.AddRequest) (*ipamv1.AddResp
 		a.podEvent(req.Pod, "Warning", EventPoolExhausted, msg)
 		return nil, cniError(http.StatusServiceUnavailable, ipamv1.CodePoolExhausted, "%s", msg)
 	}
+}
+
+// refuse answers an ADD the allocator cannot serve, with the code and Pod
+// Event of its reason.
+func (a *agent) refuse(pod ipamv1.PodRef, sf *shortfallError) error {
+	code, reason := uint(ipamv1.CodePoolExhausted), EventPoolExhausted
+	switch sf.Cause {
+	case tables.ShortfallConflict:
+		code, reason = ipamv1.CodePoolConflict, EventPoolConflict
+	case tables.ShortfallDeleting:
+		code, reason = ipamv1.CodePoolDeleting, EventPoolDeleting
+	}
+	msg := fmt.Sprintf("%v (CiliumNode %s)", sf, a.node)
+	a.podEvent(pod, "Warning", reason, msg)
+	return cniError(http.StatusServiceUnavailable, code, "%s", msg)
 }
 
 func response(got []entry) *ipamv1.AddResponse {

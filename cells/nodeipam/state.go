@@ -34,6 +34,10 @@ type nodeCIDR struct {
 	gone bool
 	// releasing: the agent is removing it from its CiliumNode.
 	releasing bool
+	// draining: its pool no longer has it (removed from the pool's CIDRs,
+	// the pool being deleted or gone). Nothing new comes from it; it is
+	// released as soon as its last address is.
+	draining bool
 	// emptySince is when its last address was released (zero: in use).
 	emptySince time.Time
 }
@@ -45,7 +49,14 @@ type nodeCIDR struct {
 type state struct {
 	store    store
 	families []tables.Family // enabled, IPv4 first
+	pre      map[string]int  // ipam-multi-pool-pre-allocation
 	now      func() time.Time
+
+	// pools are the CiliumPodIPPools, by name (setPools).
+	pools map[string]*tables.PodIPPool
+	// shortfalls are what the allocator said it cannot give this node,
+	// per pool and family (setShortfalls).
+	shortfalls map[poolFamily]tables.PodCIDRShortfall
 
 	cidrs        map[netip.Prefix]*nodeCIDR
 	order        map[poolFamily][]netip.Prefix // as listed in the CiliumNode
@@ -75,9 +86,10 @@ func (s *state) takeRemoved() []netip.Prefix {
 // pendingTTL is how long a waiting ADD keeps counting in the demand.
 const pendingTTL = 5 * time.Minute
 
-func newState(s store, families []tables.Family, now func() time.Time) *state {
+func newState(s store, families []tables.Family, pre map[string]int, now func() time.Time) *state {
 	return &state{
-		store: s, families: families, now: now,
+		store: s, families: families, pre: pre, now: now,
+		pools: map[string]*tables.PodIPPool{}, shortfalls: map[poolFamily]tables.PodCIDRShortfall{},
 		cidrs: map[netip.Prefix]*nodeCIDR{}, order: map[poolFamily][]netip.Prefix{},
 		allocs: map[netip.Addr]entry{}, byAttachment: map[ipamv1.Attachment][]netip.Addr{},
 		orphans: map[netip.Addr]entry{}, pending: map[poolFamily]map[ipamv1.Attachment]time.Time{},
@@ -177,6 +189,7 @@ func (s *state) setCIDRs(allocated []tables.PoolCIDRs) (gone []string) {
 			c := s.cidrs[p]
 			if c == nil {
 				c = &nodeCIDR{pool: a.Pool, addrs: newCIDRAddrs(p), emptySince: s.now()}
+				c.draining = !s.servesFrom(a.Pool, p)
 				s.cidrs[p] = c
 			}
 			// releasing stays until the release's outcome is known (keep,
@@ -195,6 +208,15 @@ func (s *state) setCIDRs(allocated []tables.PoolCIDRs) (gone []string) {
 // errNoRoom: the node has no free address in the pool; the caller waits
 // for a CIDR (the demand now includes this ADD) or gives up.
 var errNoRoom = errors.New("no free address on this node")
+
+// shortfallError: the node has no free address in the pool and the
+// allocator already said it cannot give the node what it now asks for
+// (exhausted, conflicting or deleted pool). Waiting would not help.
+type shortfallError struct{ tables.PodCIDRShortfall }
+
+func (e *shortfallError) Error() string {
+	return fmt.Sprintf("no free %s address of pool %q on this node, and the allocator cannot add one: %s", e.Family, e.Pool, e.PodCIDRShortfall)
+}
 
 // add gives the attachment one address per enabled family from the chosen
 // pools, or returns the addresses it already has (a repeated ADD). On
@@ -220,6 +242,11 @@ func (s *state) add(req ipamv1.AddRequest, pools map[tables.Family]string) ([]en
 					s.pending[pf] = map[ipamv1.Attachment]time.Time{}
 				}
 				s.pending[pf][req.Attachment] = s.now().Add(pendingTTL)
+				// The allocator answered a demand that already counts
+				// this ADD: it is refused for the allocator's reason.
+				if sf, ok := s.shortfalls[pf]; ok && sf.Requested >= uint64(s.needs(pf)) {
+					return nil, &shortfallError{sf}
+				}
 			}
 			return nil, err
 		}
@@ -235,7 +262,7 @@ func (s *state) add(req ipamv1.AddRequest, pools map[tables.Family]string) ([]en
 func (s *state) allocateOne(req ipamv1.AddRequest, pf poolFamily) (entry, error) {
 	for _, p := range s.order[pf] {
 		c := s.cidrs[p]
-		if c == nil || c.gone || c.releasing {
+		if c == nil || !c.servesNew() {
 			continue
 		}
 		for {
@@ -388,7 +415,7 @@ func (s *state) capacity() (usable map[poolFamily]uint64, cidrs map[poolFamily]i
 	for p, c := range s.cidrs {
 		pf := poolFamily{c.pool, tables.FamilyOf(p.Addr())}
 		cidrs[pf]++
-		if !c.gone && !c.releasing {
+		if c.servesNew() {
 			usable[pf] += c.addrs.usable()
 		}
 	}
@@ -407,9 +434,9 @@ func (s *state) waiting() bool {
 }
 
 // demand computes spec.ipam.pools.requested: for every pool in use,
-// waited for, or with a pre-allocation (and existing), the spec's formula
-// per family the agent runs.
-func (s *state) demand(pre map[string]int, poolExists func(string) bool) []tables.PoolDemand {
+// waited for, or with a pre-allocation, the spec's formula per family the
+// agent runs (needsOf); pools that can give nothing are left out.
+func (s *state) demand() []tables.PoolDemand {
 	inUse, pending := s.usage()
 	names := map[string]bool{}
 	for pf, n := range inUse {
@@ -422,8 +449,8 @@ func (s *state) demand(pre map[string]int, poolExists func(string) bool) []table
 			names[pf.pool] = true
 		}
 	}
-	for name, n := range pre {
-		if n > 0 && poolExists(name) {
+	for name, n := range s.pre {
+		if n > 0 && s.pools[name] != nil {
 			names[name] = true
 		}
 	}
@@ -432,21 +459,43 @@ func (s *state) demand(pre map[string]int, poolExists func(string) bool) []table
 		d := tables.PoolDemand{Pool: name}
 		for _, f := range s.families {
 			pf := poolFamily{name, f}
-			n := needed(inUse[pf], pending[pf], pre[name])
+			n := s.needsOf(pf, inUse[pf], pending[pf])
 			if f == tables.IPv4 {
 				d.IPv4 = n
 			} else {
 				d.IPv6 = n
 			}
 		}
-		out = append(out, d)
+		if d.IPv4 > 0 || d.IPv6 > 0 {
+			out = append(out, d)
+		}
 	}
 	return out
 }
 
-// releasable returns the CIDRs the node can give back: empty for at least
-// settle, and not needed to cover the demand of their pool and family
-// with the CIDRs that stay. It marks them releasing: nothing is allocated
+// needs is how many addresses of one pool and family the node asks for.
+func (s *state) needs(pf poolFamily) int {
+	inUse, pending := s.usage()
+	return s.needsOf(pf, inUse[pf], pending[pf])
+}
+
+// needsOf applies the spec's formula (needed), and asks nothing of a pool
+// that can give nothing: one that is gone, being deleted, or has no CIDRs
+// of the family. Its pre-allocation would otherwise keep a deleted pool
+// alive (the node holding a CIDR of it), or report an error for good (an
+// IPv4-only pool pre-allocated on a dual-stack node). Its pods keep their
+// addresses, and an ADD for it is refused before it waits.
+func (s *state) needsOf(pf poolFamily, inUse, pending int) int {
+	p := s.pools[pf.pool]
+	if p == nil || p.Deleting || p.Family(pf.fam) == nil {
+		return 0
+	}
+	return needed(inUse, pending, s.pre[pf.pool])
+}
+
+// releasable returns the CIDRs the node can give back: draining and
+// empty, or empty for at least settle and not needed to cover the demand
+// of their pool and family with the CIDRs that stay. It marks them releasing: nothing is allocated
 // from them any more (unmark with keep if the release fails).
 func (s *state) releasable(demand []tables.PoolDemand, settle time.Duration) []tables.PoolCIDRs {
 	want := map[poolFamily]int{}
@@ -460,14 +509,24 @@ func (s *state) releasable(demand []tables.PoolDemand, settle time.Duration) []t
 	for pf, ps := range s.order {
 		capacity := uint64(0)
 		for _, p := range ps {
-			if c := s.cidrs[p]; c != nil && !c.gone && !c.releasing {
+			if c := s.cidrs[p]; c != nil && c.servesNew() {
 				capacity += c.addrs.usable()
 			}
 		}
 		// Release the last listed first: the first CIDRs stay the node's.
 		for i := len(ps) - 1; i >= 0; i-- {
 			c := s.cidrs[ps[i]]
-			if c == nil || c.gone || c.releasing || c.addrs.inUse() > 0 || c.emptySince.IsZero() || now.Sub(c.emptySince) < settle {
+			if c == nil || c.gone || c.releasing || c.addrs.inUse() > 0 {
+				continue
+			}
+			if c.draining {
+				// Its pool no longer has it: nothing can come from it
+				// again, so it goes at once.
+				c.releasing = true
+				out = addPoolCIDR(out, pf.pool, ps[i])
+				continue
+			}
+			if c.emptySince.IsZero() || now.Sub(c.emptySince) < settle {
 				continue
 			}
 			if capacity-c.addrs.usable() < uint64(want[pf]) {
@@ -498,7 +557,7 @@ func (s *state) keep(cs []tables.PoolCIDRs) {
 func (s *state) ready() (bool, string) {
 	for _, f := range s.families {
 		pf := poolFamily{tables.DefaultPodIPPool, f}
-		if len(s.order[pf]) == 0 {
+		if !slices.ContainsFunc(s.order[pf], func(p netip.Prefix) bool { return s.cidrs[p] != nil && s.cidrs[p].servesNew() }) {
 			return false, fmt.Sprintf("this node has no %s CIDR of the pool %q yet", f, tables.DefaultPodIPPool)
 		}
 	}

@@ -37,7 +37,21 @@ func (c *fakeClock) now() time.Time { return c.t }
 func newTestState(fams ...tables.Family) (*state, *memStore, *fakeClock) {
 	m := &memStore{files: map[netip.Addr]entry{}}
 	c := &fakeClock{t: time.Unix(1000, 0)}
-	return newState(m, fams, c.now), m, c
+	s := newState(m, fams, map[string]int{"default": 8}, c.now)
+	s.setPools(map[string]*tables.PodIPPool{"default": testPool("default", "198.18.0.0/15", "fd00::/8")})
+	return s, m, c
+}
+
+// testPool is a pool with one CIDR per family ("" for none).
+func testPool(name, v4, v6 string) *tables.PodIPPool {
+	p := &tables.PodIPPool{Name: name}
+	if v4 != "" {
+		p.IPv4 = &tables.PodPoolFamily{CIDRs: []netip.Prefix{netip.MustParsePrefix(v4)}, MaskSize: 24}
+	}
+	if v6 != "" {
+		p.IPv6 = &tables.PodPoolFamily{CIDRs: []netip.Prefix{netip.MustParsePrefix(v6)}, MaskSize: 120}
+	}
+	return p
 }
 
 func alloc(pool string, cidrs ...string) tables.PoolCIDRs {
@@ -77,7 +91,7 @@ func TestAddIsIdempotentAndJournaled(t *testing.T) {
 	if pending[poolFamily{"default", tables.IPv4}] != 1 {
 		t.Fatalf("pending = %v", pending)
 	}
-	if d := s.demand(map[string]int{"default": 8}, func(string) bool { return true }); len(d) != 1 || d[0].IPv4 != 16 {
+	if d := s.demand(); len(d) != 1 || d[0].IPv4 != 16 {
 		t.Fatalf("demand = %+v, want default 16 (roundUp(1+1+8, 8))", d)
 	}
 }
@@ -157,7 +171,7 @@ func TestReleasable(t *testing.T) {
 	s, _, clock := newTestState(tables.IPv4)
 	s.setCIDRs([]tables.PoolCIDRs{alloc("default", "198.18.100.0/24", "198.18.101.0/24")})
 	got, _ := s.add(addReq("c1"), v4default) // in the first CIDR
-	demand := s.demand(map[string]int{"default": 8}, func(string) bool { return true })
+	demand := s.demand()
 	if r := s.releasable(demand, time.Minute); len(r) != 0 {
 		t.Fatalf("released before settling: %v", r)
 	}
@@ -241,5 +255,118 @@ func TestDelOfRestoredBeforeCIDRsKnown(t *testing.T) {
 	s2.restore([]entry{e2})
 	if r, err := s2.gc("herald", nil); err != nil || len(r) != 1 {
 		t.Fatalf("gc of an orphan = %v, %v", r, err)
+	}
+}
+
+// TestDrainingCIDR: a CIDR its pool no longer has hands out nothing more;
+// the node's demand is the same, so room comes from elsewhere; the CIDR
+// is released as soon as its last address is; re-added, it serves again.
+func TestDrainingCIDR(t *testing.T) {
+	s, _, _ := newTestState(tables.IPv4)
+	s.setCIDRs([]tables.PoolCIDRs{alloc("default", "198.18.100.0/24")})
+	got, _ := s.add(addReq("c1"), v4default)
+	// 198.18.100.0/24 leaves the pool.
+	if d := s.setPools(map[string]*tables.PodIPPool{"default": testPool("default", "198.19.0.0/16", "")}); len(d) != 1 || d[0].String() != "198.18.100.0/24" {
+		t.Fatalf("draining = %v", d)
+	}
+	if _, err := s.add(addReq("c2"), v4default); !errors.Is(err, errNoRoom) {
+		t.Fatalf("allocated from a draining CIDR: %v", err)
+	}
+	if ok, _ := s.ready(); ok {
+		t.Fatal("ready with only a draining CIDR of the default pool")
+	}
+	if d := s.demand(); len(d) != 1 || d[0].IPv4 != 16 {
+		t.Fatalf("demand = %+v, want default 16 (roundUp(1+1+8, 8)): the allocator adds a CIDR of the pool", d)
+	}
+	s.setCIDRs([]tables.PoolCIDRs{alloc("default", "198.18.100.0/24", "198.19.0.0/24")})
+	second, err := s.add(addReq("c2"), v4default)
+	if err != nil || !netip.MustParsePrefix("198.19.0.0/24").Contains(second[0].IP) {
+		t.Fatalf("add with a new CIDR = %+v, %v", second, err)
+	}
+	if r := s.releasable(s.demand(), time.Hour); len(r) != 0 {
+		t.Fatalf("released a draining CIDR that is in use: %v", r)
+	}
+	if _, err := s.del(got[0].Attachment); err != nil {
+		t.Fatal(err)
+	}
+	// Its last address gone: released at once, whatever the settle time.
+	r := s.releasable(s.demand(), time.Hour)
+	if len(r) != 1 || r[0].CIDRs[0].String() != "198.18.100.0/24" {
+		t.Fatalf("releasable = %v, want the drained CIDR at once", r)
+	}
+	s.keep(r)
+	// Back in the pool: it serves again.
+	s.setPools(map[string]*tables.PodIPPool{"default": testPool("default", "198.18.0.0/15", "")})
+	if r := s.releasable(s.demand(), time.Hour); len(r) != 0 {
+		t.Fatalf("released a CIDR that is back in its pool: %v", r)
+	}
+}
+
+// TestDeletingPoolAsksNothing: a pool being deleted gets no pre-allocation
+// (which would hold a CIDR of it for good); its idle CIDR goes at once.
+func TestDeletingPoolAsksNothing(t *testing.T) {
+	s, _, _ := newTestState(tables.IPv4)
+	s.pre["mars"] = 3
+	mars := testPool("mars", "198.19.0.0/16", "")
+	pools := map[string]*tables.PodIPPool{"default": testPool("default", "198.18.0.0/15", ""), "mars": mars}
+	s.setPools(pools)
+	s.setCIDRs([]tables.PoolCIDRs{alloc("default", "198.18.100.0/24"), alloc("mars", "198.19.0.0/24")})
+	if d := s.demand(); len(d) != 2 || d[1].Pool != "mars" || d[1].IPv4 != 3 {
+		t.Fatalf("demand = %+v, want mars 3", d)
+	}
+	deleting := *mars
+	deleting.Deleting = true
+	pools["mars"] = &deleting
+	s.setPools(pools)
+	if d := s.demand(); len(d) != 1 || d[0].Pool != "default" {
+		t.Fatalf("demand = %+v, want default only", d)
+	}
+	r := s.releasable(s.demand(), time.Hour)
+	if len(r) != 1 || r[0].Pool != "mars" {
+		t.Fatalf("releasable = %v, want mars's CIDR at once", r)
+	}
+}
+
+// TestPreAllocationOnlyFamiliesOfPool: an IPv4-only pool pre-allocated on a
+// dual-stack node asks for IPv4 only.
+func TestPreAllocationOnlyFamiliesOfPool(t *testing.T) {
+	s, _, _ := newTestState(tables.IPv4, tables.IPv6)
+	s.pre["other"] = 4
+	s.setPools(map[string]*tables.PodIPPool{"default": testPool("default", "198.18.0.0/15", "fd00::/8"), "other": testPool("other", "198.19.0.0/16", "")})
+	d := s.demand()
+	if len(d) != 2 || d[1] != (tables.PoolDemand{Pool: "other", IPv4: 4}) {
+		t.Fatalf("demand = %+v, want other 4/0", d)
+	}
+}
+
+// TestShortfallAnswersWaitingAdd: once the allocator said it cannot give
+// what the node asks now (this ADD included), the ADD is refused with the
+// reason; an answer to a smaller demand leaves it waiting.
+func TestShortfallAnswersWaitingAdd(t *testing.T) {
+	s, _, _ := newTestState(tables.IPv4)
+	s.setCIDRs([]tables.PoolCIDRs{alloc("default", "198.18.100.0/30")}) // one usable
+	if _, err := s.add(addReq("c1"), v4default); err != nil {
+		t.Fatal(err)
+	}
+	sf := tables.PodCIDRShortfall{Pool: "default", Family: tables.IPv4, Cause: tables.ShortfallExhausted, Detail: "no free /24", Requested: 8, Available: 1}
+	s.setShortfalls([]tables.PodCIDRShortfall{sf}) // an answer to the demand before this ADD
+	if _, err := s.add(addReq("c2"), v4default); !errors.Is(err, errNoRoom) {
+		t.Fatalf("add = %v, want it to wait: the allocator has not seen this ADD's demand", err)
+	}
+	if n := s.needs(poolFamily{"default", tables.IPv4}); n != 16 {
+		t.Fatalf("needs = %d, want 16", n)
+	}
+	changed := s.changed
+	sf.Requested = 16
+	s.setShortfalls([]tables.PodCIDRShortfall{sf})
+	select {
+	case <-changed:
+	default:
+		t.Fatal("a new shortfall does not wake waiting ADDs")
+	}
+	_, err := s.add(addReq("c2"), v4default)
+	var short *shortfallError
+	if !errors.As(err, &short) || short.Cause != tables.ShortfallExhausted {
+		t.Fatalf("add = %v, want the allocator's shortfall", err)
 	}
 }

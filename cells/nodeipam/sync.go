@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"time"
@@ -45,7 +44,8 @@ func (a *agent) syncLoop(ctx context.Context, health cell.Health) error {
 	var (
 		lastAllocated []tables.PoolCIDRs
 		seen          bool
-		lastUsed      map[string]v2.AllocationIP
+		poolsRevision = ^statedb.Revision(0) // none seen yet
+		operatorError string
 		lastUsedWrite time.Time
 		usedTimer     <-chan time.Time
 		requestTimer  <-chan time.Time
@@ -55,6 +55,10 @@ func (a *agent) syncLoop(ctx context.Context, health cell.Health) error {
 		txn := a.DB.ReadTxn()
 		cn, _, cnWatch, found := a.CiliumNodes.GetWatch(txn, tables.CiliumNodeNameIndex.Query(a.node))
 		_, poolsWatch := a.Pools.AllWatch(txn)
+		if rev := a.Pools.Revision(txn); rev != poolsRevision {
+			a.syncPools(txn)
+			poolsRevision = rev
+		}
 		if found && (!seen || !sameAllocated(cn.Allocated, lastAllocated)) {
 			a.mu.Lock()
 			gone := a.state.setCIDRs(cn.Allocated)
@@ -65,6 +69,12 @@ func (a *agent) syncLoop(ctx context.Context, health cell.Health) error {
 				a.Log.Error("A pod CIDR left the CiliumNode while pods use it; they keep their addresses, nothing new comes from it", "node", a.node, "cidr", g)
 			}
 			lastAllocated, seen = cn.Allocated, true
+		}
+		if found && cn.OperatorError != operatorError {
+			a.mu.Lock()
+			a.state.setShortfalls(tables.ParsePodCIDRShortfalls(cn.OperatorError))
+			a.mu.Unlock()
+			operatorError = cn.OperatorError
 		}
 		later, err := a.syncOnce(ctx, txn, cn, found)
 		switch {
@@ -78,10 +88,13 @@ func (a *agent) syncLoop(ctx context.Context, health cell.Health) error {
 			requestTimer = time.After(later)
 		}
 
+		// status.ipam.used is compared with what the CiliumNode lists, not
+		// with what this run last wrote: after a restart, or a write of
+		// someone else, it still ends up exact (down to empty).
 		a.mu.Lock()
 		used := a.usedMap()
 		a.mu.Unlock()
-		if found && !maps.Equal(used, lastUsed) {
+		if found && tables.UsedDigest(used) != cn.UsedDigest {
 			if wait := time.Until(lastUsedWrite.Add(usedEvery)); wait > 0 {
 				if usedTimer == nil {
 					usedTimer = time.After(wait)
@@ -89,7 +102,7 @@ func (a *agent) syncLoop(ctx context.Context, health cell.Health) error {
 			} else if err := a.writeUsed(ctx, used); err != nil {
 				a.Log.Warn("Writing the addresses in use to the CiliumNode failed; retrying", "node", a.node, "error", err)
 			} else {
-				lastUsed, lastUsedWrite, usedTimer = used, time.Now(), nil
+				lastUsedWrite, usedTimer = time.Now(), nil
 			}
 		}
 
@@ -105,6 +118,24 @@ func (a *agent) syncLoop(ctx context.Context, health cell.Health) error {
 		case <-requestTimer:
 			requestTimer = nil
 		}
+	}
+}
+
+// syncPools gives the state the current pools: CIDRs whose pool no
+// longer has them drain.
+func (a *agent) syncPools(txn statedb.ReadTxn) {
+	pools := map[string]*tables.PodIPPool{}
+	for p := range a.Pools.All(txn) {
+		pools[p.Name] = p
+	}
+	a.mu.Lock()
+	draining := a.state.setPools(pools)
+	if len(draining) > 0 {
+		a.publishAllLocked()
+	}
+	a.mu.Unlock()
+	for _, p := range draining {
+		a.Log.Info("A pod CIDR is no longer in its pool (removed from it, or the pool is being deleted): nothing new comes from it, and it is released once its last pod is gone", "node", a.node, "cidr", p)
 	}
 }
 
@@ -130,12 +161,8 @@ func (a *agent) waitTables(ctx context.Context) error {
 // same object. It returns how long to wait before a demand it held back
 // (requestEvery) is due.
 func (a *agent) syncOnce(ctx context.Context, txn statedb.ReadTxn, cn *tables.CiliumNode, found bool) (time.Duration, error) {
-	exists := func(pool string) bool {
-		_, _, ok := a.Pools.Get(txn, tables.PodIPPoolNameIndex.Query(pool))
-		return ok
-	}
 	a.mu.Lock()
-	demand := a.state.demand(a.pre, exists)
+	demand := a.state.demand()
 	waiting := a.state.waiting()
 	a.mu.Unlock()
 	api := a.Herald.CiliumV2().CiliumNodes()

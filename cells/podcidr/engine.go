@@ -9,9 +9,10 @@ import (
 	"github.com/heraldlb/herald/tables"
 )
 
-// orphanGrace is how long a CiliumNode may exist without a Node before it
-// is deleted: long enough for an agent that creates its CiliumNode before
-// its Node shows up (or a Node re-registered under the same name).
+// orphanGrace is how long a CiliumNode may stay without its Node before it
+// is deleted, counted from when the Node went (or, for a CiliumNode created
+// before its Node registered, from its creation): long enough for a Node
+// re-registered under the same name, or one that is still registering.
 const orphanGrace = time.Minute
 
 // Engine is the pod CIDR allocator's decision logic: pools, CiliumNodes and
@@ -53,6 +54,9 @@ type nodeState struct {
 	pending  []holding
 	current  []holding // held: what the row lists, plus pending
 	decision *tables.PodCIDRDecision
+	// nodeGoneSince is when this term first saw the CiliumNode without its
+	// Node (zero while the Node exists).
+	nodeGoneSince time.Time
 }
 
 // NewEngine returns an empty engine.

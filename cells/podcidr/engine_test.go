@@ -239,23 +239,55 @@ func TestClaimedTwiceIsLoudAndKept(t *testing.T) {
 
 func TestRemovedCIDRStaysWithItsNode(t *testing.T) {
 	w := newWorld(t, "a", "b")
-	w.e.UpsertPool(pool("default", 0, []string{"10.20.0.0/24", "10.30.0.0/24"}, 24, nil, 0))
+	w.e.UpsertPool(pool("default", 0, []string{"10.20.0.0/24", "10.30.0.0/24", "10.40.0.0/24"}, 24, nil, 0))
 	w.e.UpsertNode(node("a", []string{"default=8/0"}, "default=10.20.0.0/24"))
 	w.eval()
-	// The CIDR holding a's is removed from the pool.
-	w.e.UpsertPool(pool("default", 0, []string{"10.30.0.0/24"}, 24, nil, 0))
+	// The CIDR holding a's is removed from the pool: a keeps it (its pods
+	// drain out of it) and, as it no longer counts, gets room elsewhere.
+	w.e.UpsertPool(pool("default", 0, []string{"10.30.0.0/24", "10.40.0.0/24"}, 24, nil, 0))
 	w.e.UpsertNode(node("b", []string{"default=8/0"}))
-	expect(t, "a keeps it", w.adds("a"), "|")
-	expect(t, "b gets the other", w.adds("b"), "10.30.0.0/24(default)|")
-	if st := w.statuses["default"]; st.RemovedInUse != "CIDRs removed from the pool are still held by their nodes and handed to no one else: 10.20.0.0/24 (node a)" {
+	expect(t, "a keeps it and gets another", w.adds("a"), "10.30.0.0/24(default)|")
+	expect(t, "b gets the next", w.adds("b"), "10.40.0.0/24(default)|")
+	if st := w.statuses["default"]; st.RemovedInUse != "CIDRs removed from the pool drain (their nodes keep them for the pods in them, hand out nothing more from them and release each once its last pod is gone; no one else gets them meanwhile): 10.20.0.0/24 (node a)" {
 		t.Fatalf("pool status: %q", st.RemovedInUse)
 	}
 	// Re-added, and b needs more: it must not get a's.
+	w.apply("a")
 	w.apply("b")
-	w.e.UpsertPool(pool("default", 0, []string{"10.20.0.0/24", "10.30.0.0/24"}, 24, nil, 0))
-	w.e.UpsertNode(node("b", []string{"default=300/0"}, "default=10.30.0.0/24"))
+	w.e.UpsertPool(pool("default", 0, []string{"10.20.0.0/24", "10.30.0.0/24", "10.40.0.0/24"}, 24, nil, 0))
+	w.e.UpsertNode(node("b", []string{"default=300/0"}, "default=10.40.0.0/24"))
 	if got := w.adds("b"); !strings.Contains(got, "no free /24") {
 		t.Fatalf("b after the re-add: %q", got)
+	}
+	// a released the drained CIDR: the condition resolves.
+	w.e.UpsertNode(node("a", []string{"default=8/0"}, "default=10.30.0.0/24"))
+	w.eval()
+	if st := w.statuses["default"]; st.RemovedInUse != "" {
+		t.Fatalf("after a released it: %q", st.RemovedInUse)
+	}
+}
+
+// TestShortfallsReadBack: what the allocator cannot do reaches the node's
+// agent as structured shortfalls through operator-status.error.
+func TestShortfallsReadBack(t *testing.T) {
+	w := newWorld(t, "a", "b")
+	w.e.UpsertPool(pool("tiny", 0, []string{"10.20.0.0/24"}, 24, nil, 0))
+	w.e.UpsertPool(pool("late", 1, []string{"10.20.0.0/16"}, 24, nil, 0)) // overlaps tiny
+	gone := pool("gone", 2, []string{"10.50.0.0/16"}, 24, []string{"fd00:50::/104"}, 120)
+	gone.Deleting = true
+	w.e.UpsertPool(gone)
+	w.e.UpsertNode(node("a", []string{"tiny=8/0"}, "tiny=10.20.0.0/24"))
+	w.e.UpsertNode(node("b", []string{"tiny=8/0", "late=1/0", "gone=0/3"}))
+	_ = w.adds("b")
+	got := tables.ParsePodCIDRShortfalls(w.decisions["b"].Error)
+	want := []tables.PodCIDRShortfall{
+		{Pool: "tiny", Family: tables.IPv4, Cause: tables.ShortfallExhausted, Detail: "no free /24 is left in its IPv4 CIDRs", Requested: 8},
+		{Pool: "late", Family: tables.IPv4, Cause: tables.ShortfallConflict,
+			Detail: "the pool conflicts with another one (Pool conflicts since CIDR '10.20.0.0/16' overlaps CIDR '10.20.0.0/24' from CiliumPodIPPool 'tiny')", Requested: 1},
+		{Pool: "gone", Family: tables.IPv6, Cause: tables.ShortfallDeleting, Detail: "the pool is being deleted", Requested: 3},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("shortfalls of %q:\n got  %+v\n want %+v", w.decisions["b"].Error, got, want)
 	}
 }
 
@@ -295,12 +327,13 @@ func TestOrphanCiliumNodeIsDeletedAfterGrace(t *testing.T) {
 	if d := w.decisions["gone"]; d == nil || d.Delete {
 		t.Fatalf("deleted within the grace period: %+v", d)
 	}
-	if want := n.CreationTimestamp.Add(orphanGrace); !r.NextCheck.Equal(want) {
+	// The grace runs from when the allocator first saw it without a Node.
+	if want := w.now.Add(orphanGrace); !r.NextCheck.Equal(want) {
 		t.Fatalf("NextCheck = %v, want %v", r.NextCheck, want)
 	}
-	w.now = w.now.Add(31 * time.Second)
+	w.now = w.now.Add(orphanGrace)
 	w.e.SetK8sNode("other", true) // something else changes; the grace ended
-	w.e.dirtyNodes["gone"] = struct{}{}
+	w.e.Recheck()
 	w.eval()
 	if d := w.decisions["gone"]; d == nil || !d.Delete {
 		t.Fatalf("orphan not deleted after the grace period: %+v", d)
@@ -310,6 +343,39 @@ func TestOrphanCiliumNodeIsDeletedAfterGrace(t *testing.T) {
 	w.eval()
 	if d := w.decisions["gone"]; d.Delete {
 		t.Fatal("deleting a CiliumNode whose Node is back")
+	}
+}
+
+// TestDeletedNodeGraceRunsFromDeletion: a CiliumNode created long ago
+// whose Node is deleted now keeps its CIDRs for the whole grace after the
+// deletion (not after the CiliumNode's creation).
+func TestDeletedNodeGraceRunsFromDeletion(t *testing.T) {
+	w := newWorld(t, "old")
+	w.e.UpsertPool(pool("default", 0, []string{"10.20.0.0/16"}, 24, nil, 0))
+	n := node("old", nil, "default=10.20.0.0/24")
+	n.CreationTimestamp = w.now.Add(-24 * time.Hour)
+	w.e.UpsertNode(n)
+	w.eval()
+	w.now = w.now.Add(time.Minute)
+	w.e.SetK8sNode("old", false)
+	r := w.eval()
+	if d := w.decisions["old"]; d == nil || d.Delete {
+		t.Fatalf("deleted at once although the Node just went: %+v", d)
+	}
+	if want := w.now.Add(orphanGrace); !r.NextCheck.Equal(want) {
+		t.Fatalf("NextCheck = %v, want %v (the deletion plus the grace)", r.NextCheck, want)
+	}
+	w.now = w.now.Add(orphanGrace - time.Second)
+	w.e.Recheck()
+	w.eval()
+	if d := w.decisions["old"]; d.Delete {
+		t.Fatal("deleted before the grace after the Node's deletion ended")
+	}
+	w.now = w.now.Add(time.Second)
+	w.e.Recheck()
+	w.eval()
+	if d := w.decisions["old"]; !d.Delete {
+		t.Fatalf("not deleted once the grace ended: %+v", d)
 	}
 }
 

@@ -48,8 +48,8 @@ func (e *Engine) Evaluate(now time.Time) Result {
 		}
 	}
 	for _, n := range e.nodes {
-		if n.row != nil && n.decision != nil && !n.decision.Delete && !e.k8sNodes[n.name] {
-			at := n.row.CreationTimestamp.Add(orphanGrace)
+		if n.row != nil && n.decision != nil && !n.decision.Delete && !n.nodeGoneSince.IsZero() {
+			at := n.nodeGoneSince.Add(orphanGrace)
 			if at.After(now) && (res.NextCheck.IsZero() || at.Before(res.NextCheck)) {
 				res.NextCheck = at
 			}
@@ -89,7 +89,16 @@ func (e *Engine) evaluateNode(n *nodeState, now time.Time, res *Result) {
 		return
 	}
 	d := &tables.PodCIDRDecision{Node: n.name, UID: n.row.UID}
-	if !e.k8sNodes[n.name] && !now.Before(n.row.CreationTimestamp.Add(orphanGrace)) {
+	switch {
+	case e.k8sNodes[n.name]:
+		n.nodeGoneSince = time.Time{}
+	case n.nodeGoneSince.IsZero():
+		// The grace runs from when this term first saw the CiliumNode
+		// without its Node: the Node's deletion, or the CiliumNode's
+		// creation before its Node registered.
+		n.nodeGoneSince = now
+	}
+	if !n.nodeGoneSince.IsZero() && !now.Before(n.nodeGoneSince.Add(orphanGrace)) {
 		// Its Node is gone: the CiliumNode goes, and with it what it held.
 		d.Delete = true
 		e.emit(n, d, res)
@@ -146,28 +155,36 @@ func (e *Engine) fill(n *nodeState, dem tables.PoolDemand) (errs []string) {
 			errs = append(errs, fmt.Sprintf("pool %q has no %s CIDRs", dem.Pool, f))
 			continue
 		}
+		// Only CIDRs still in the pool count: a removed one drains (its
+		// node hands out nothing more from it), so the node needs room
+		// elsewhere.
 		have := uint64(0)
 		for _, c := range n.holdingsOf(dem.Pool, f) {
-			have += tables.PodCIDRUsable(c, usableLimit)
+			if inPool(p.row.Family(f), c) {
+				have += tables.PodCIDRUsable(c, usableLimit)
+			}
 		}
 		for have < uint64(need) {
-			why := ""
+			var (
+				cause  tables.ShortfallCause
+				detail string
+				c      netip.Prefix
+				ok     bool
+			)
 			switch {
 			case p.row.Deleting:
-				why = "the pool is being deleted"
+				cause = tables.ShortfallDeleting
 			case p.conflict != "":
-				why = "the pool conflicts with another one (" + p.conflict + ")"
-			}
-			var c netip.Prefix
-			if why == "" {
-				var ok bool
+				cause, detail = tables.ShortfallConflict, p.conflict
+			default:
 				if c, ok = e.nextFree(p, f); !ok {
-					why = fmt.Sprintf("no free /%d is left in its %s CIDRs", p.row.Family(f).MaskSize, f)
+					cause = tables.ShortfallExhausted
+					detail = fmt.Sprintf("no free /%d is left in its %s CIDRs", p.row.Family(f).MaskSize, f)
 					p.exhausted[n.name] = fmt.Sprintf("%s needs %d %s addresses, has %d", n.name, need, f, have)
 				}
 			}
-			if why != "" {
-				errs = append(errs, fmt.Sprintf("unable to allocate %s CIDRs from pool %q: %s (%d addresses requested, %d available)", f, dem.Pool, why, need, have))
+			if cause != "" {
+				errs = append(errs, tables.NewPodCIDRShortfall(dem.Pool, f, cause, detail, uint64(need), have).String())
 				break
 			}
 			h := holding{prefix: c, node: n.name, pool: dem.Pool}
@@ -305,7 +322,7 @@ func (e *Engine) poolStatus(p *poolState) *tables.PodIPPoolStatus {
 		}
 	}
 	if len(removed) > 0 {
-		st.RemovedInUse = "CIDRs removed from the pool are still held by their nodes and handed to no one else: " + strings.Join(removed, ", ")
+		st.RemovedInUse = "CIDRs removed from the pool drain (their nodes keep them for the pods in them, hand out nothing more from them and release each once its last pod is gone; no one else gets them meanwhile): " + strings.Join(removed, ", ")
 	}
 	if len(twice) > 0 {
 		st.ClaimedTwice = "CIDRs allocated to two nodes: " + strings.Join(twice, ", ")

@@ -55,6 +55,7 @@ func (w *poolWriter) Update(ctx context.Context, txn statedb.ReadTxn, _ statedb.
 		}
 		if !st.InUse && pool.Deleting {
 			w.log.Info("No node holds CIDRs of the pool any more: it can go", "pool", st.Name)
+			w.events.Event(poolRef(pool), corev1.EventTypeNormal, EventPoolReleased, "No node holds CIDRs of the pool any more: its deletion completes")
 		}
 	}
 
@@ -72,9 +73,17 @@ func (w *poolWriter) Update(ctx context.Context, txn statedb.ReadTxn, _ statedb.
 	return nil
 }
 
+// EventPoolReleased is the Normal Event on a pool being deleted once no
+// node holds its CIDRs any more.
+const EventPoolReleased = "PoolReleased"
+
+func poolRef(pool *tables.PodIPPool) *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: "CiliumPodIPPool", APIVersion: "cilium.io/v2alpha1", Name: pool.Name, UID: types.UID(pool.UID)}
+}
+
 // recordEvents says, once per new message, what went wrong with the pool.
 func (w *poolWriter) recordEvents(st *tables.PodIPPoolStatus, pool *tables.PodIPPool) {
-	r := &corev1.ObjectReference{Kind: "CiliumPodIPPool", APIVersion: "cilium.io/v2alpha1", Name: pool.Name, UID: types.UID(pool.UID)}
+	r := poolRef(pool)
 	for _, c := range poolProblems(st) {
 		if c.msg == "" {
 			continue

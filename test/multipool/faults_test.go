@@ -16,6 +16,7 @@ import (
 
 	cnitypes "github.com/containernetworking/cni/pkg/types"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
@@ -35,6 +36,12 @@ func createPool(t *testing.T, name string, v4 []string, mask4 uint8) {
 	if _, err := herald.CiliumV2alpha1().CiliumPodIPPools().Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		err := herald.CiliumV2alpha1().CiliumPodIPPools().Delete(context.Background(), name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting pool %s: %v", name, err)
+		}
+	})
 }
 
 // setPoolCIDRs replaces a pool's IPv4 CIDRs.
@@ -79,6 +86,12 @@ func waitPoolCondition(t *testing.T, pool, typ string, status metav1.ConditionSt
 // reason and a message containing want.
 func waitEvent(t *testing.T, ns, kind, name, reason, want string) {
 	t.Helper()
+	waitEventOfType(t, corev1.EventTypeWarning, ns, kind, name, reason, want)
+}
+
+// waitEventOfType is waitEvent for an Event of the given type.
+func waitEventOfType(t *testing.T, typ, ns, kind, name, reason, want string) {
+	t.Helper()
 	waitFor(t, timeout, func() (bool, string) {
 		evs, err := kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
 			FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name + ",reason=" + reason,
@@ -88,12 +101,12 @@ func waitEvent(t *testing.T, ns, kind, name, reason, want string) {
 		}
 		var msgs []string
 		for _, e := range evs.Items {
-			if e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, want) {
+			if e.Type == typ && strings.Contains(e.Message, want) {
 				return true, ""
 			}
 			msgs = append(msgs, e.Type+": "+e.Message)
 		}
-		return false, fmt.Sprintf("no Warning Event %s on %s %s containing %q (seen %q)", reason, kind, name, want, msgs)
+		return false, fmt.Sprintf("no %s Event %s on %s %s containing %q (seen %q)", typ, reason, kind, name, want, msgs)
 	})
 }
 
@@ -167,9 +180,9 @@ func TestExhaustionAndReclaim(t *testing.T) {
 	other := newPod(t, n2, ns, "other", nil)
 	done := make(chan error, 1)
 	go func() {
-		// The first ADD may give up (CIDRs are released only after they
-		// stay empty for a while); the runtime tries again, as kubelet
-		// does.
+		// The first ADDs are refused (CIDRs are released only after they
+		// stay empty for a while); the runtime tries again after a pause,
+		// as kubelet does (with a longer one).
 		for {
 			err := other.add(ctx)
 			if err == nil || !errors.As(err, &cniErr) || cniErr.Code != ipamv1.CodePoolExhausted {
@@ -177,6 +190,7 @@ func TestExhaustionAndReclaim(t *testing.T) {
 				return
 			}
 			_ = n2.rt.Del(ctx, other.Pod)
+			time.Sleep(time.Second)
 		}
 	}()
 	for _, p := range pods[5:] {

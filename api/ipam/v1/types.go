@@ -128,4 +128,6 @@ const (
 	CodeUnknownPool        = 100 // the pod asks for a pool that does not exist
 	CodePoolExhausted      = 101 // no address left and no CIDR to be had
 	CodeBadAnnotation      = 102 // a pool annotation that cannot be used
+	CodePoolConflict       = 103 // no address left, and the pool overlaps an older one: it gets no CIDR
+	CodePoolDeleting       = 104 // the pool is being deleted: no new pod gets an address of it
 )

@@ -627,11 +627,11 @@ func (c *checker) cidrsOutsidePool() {
 		if len(used) > 0 {
 			f.Severity = Note
 			f.Problem = fmt.Sprintf("%s of node %s is %s (the pool shrank or went); %s.", h.prefix, c.in.Node, where, usesText(c.in.Node, used))
-			f.Action = "Nothing to release: the node keeps it while its pods use it and gives it back once they are gone; no other node gets it meanwhile."
+			f.Action = "Nothing to release: the node keeps it while its pods use it, hands out nothing more from it and gives it back once they are gone; no other node gets it meanwhile."
 		} else {
 			f.Severity = Error
-			f.Problem = fmt.Sprintf("%s of node %s is %s (the pool shrank or went), and nothing uses it: the node may keep it to cover its demand, "+
-				"handing out addresses the pool no longer has.", h.prefix, c.in.Node, where)
+			f.Problem = fmt.Sprintf("%s of node %s is %s (the pool shrank or went), and nothing uses it: a running agent gives such a CIDR back at once, "+
+				"so the node's agent is down or behind.", h.prefix, c.in.Node, where)
 			f.Action = fmt.Sprintf("release removes %s from CiliumNode %s's spec.ipam.pools.allocated; the allocator then gives the node a CIDR of the pool if it needs one.", h.prefix, c.in.Node)
 			f.Command = CIDRReleaseCommand(h.prefix.String(), c.in.Node)
 		}
