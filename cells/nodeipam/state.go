@@ -541,6 +541,25 @@ func (s *state) releasable(demand []tables.PoolDemand, settle time.Duration) []t
 	return out
 }
 
+// inUseCIDRs are the CIDRs holding an address the journal knows, adopted
+// or orphaned, by pool: what the node must keep whatever its CiliumNode
+// says.
+func (s *state) inUseCIDRs() []tables.PoolCIDRs {
+	seen := map[netip.Prefix]bool{}
+	var out []tables.PoolCIDRs
+	for e := range s.all() {
+		if !seen[e.CIDR] {
+			seen[e.CIDR] = true
+			out = addPoolCIDR(out, e.Pool, e.CIDR)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pool < out[j].Pool })
+	for _, a := range out {
+		slices.SortFunc(a.CIDRs, func(x, y netip.Prefix) int { return x.Addr().Compare(y.Addr()) })
+	}
+	return out
+}
+
 // keep takes back CIDRs marked releasing whose release did not go through.
 func (s *state) keep(cs []tables.PoolCIDRs) {
 	for _, a := range cs {

@@ -175,10 +175,23 @@ func (a *agent) syncOnce(ctx context.Context, txn statedb.ReadTxn, cn *tables.Ci
 			obj.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: a.node, UID: types.UID(n.UID)}}
 		}
 		obj.Spec.IPAM.Pools.Requested = requestedK8s(demand)
+		// The CIDRs the node's pods still use stay listed: a CiliumNode
+		// deleted under a running node (its Node deleted, or by hand) must
+		// not leave them to the allocator for another node. The journal
+		// proves them; a CIDR another node got meanwhile shows as claimed
+		// twice, loudly, on both.
+		a.mu.Lock()
+		inUse := a.state.inUseCIDRs()
+		a.mu.Unlock()
+		obj.Spec.IPAM.Pools.Allocated = allocatedK8s(inUse)
 		if _, err := api.Create(ctx, obj, metav1.CreateOptions{FieldManager: AgentFieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return 0, fmt.Errorf("creating CiliumNode %s: %w", a.node, err)
 		}
-		a.Log.Info("Created the CiliumNode", "node", a.node, "requested", demand)
+		if len(inUse) > 0 {
+			a.Log.Warn("Created the CiliumNode again, listing the CIDRs the node's pods still use", "node", a.node, "requested", demand, "allocated", inUse)
+		} else {
+			a.Log.Info("Created the CiliumNode", "node", a.node, "requested", demand)
+		}
 		return 0, nil
 	}
 	// The watch may not have brought back the agent's own last write yet:

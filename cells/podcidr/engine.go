@@ -9,6 +9,12 @@ import (
 	"github.com/heraldlb/herald/tables"
 )
 
+// quarantineFor is how long the CIDRs of a deleted CiliumNode stay out of
+// reach of other nodes: longer than Kubernetes takes to delete the pods of
+// a deleted Node (the pod garbage collector waits 40 s) and the kubelet to
+// stop them.
+const quarantineFor = 2 * time.Minute
+
 // orphanGrace is how long a CiliumNode may stay without its Node before it
 // is deleted, counted from when the Node went (or, for a CiliumNode created
 // before its Node registered, from its creation): long enough for a Node
@@ -36,6 +42,14 @@ type Engine struct {
 	dirtyNodes map[string]struct{}
 	dirtyPools map[string]struct{}
 	deleted    []string // pools whose status rows go
+
+	// quarantine are the CIDRs of deleted CiliumNodes, with when another
+	// node may get them: a CiliumNode can go while its pods still run (its
+	// Node deleted: they go some time later), and their addresses must
+	// not appear on another node meanwhile. freed are those deleted since
+	// the last Evaluate, which stamps them.
+	quarantine map[netip.Prefix]time.Time
+	freed      []netip.Prefix
 }
 
 type poolState struct {
@@ -64,6 +78,7 @@ func NewEngine() *Engine {
 	return &Engine{
 		pools: map[string]*poolState{}, nodes: map[string]*nodeState{}, k8sNodes: map[string]bool{},
 		held: newHeldIndex(), dirtyNodes: map[string]struct{}{}, dirtyPools: map[string]struct{}{},
+		quarantine: map[netip.Prefix]time.Time{},
 	}
 }
 
@@ -147,6 +162,9 @@ func (e *Engine) DeleteNode(name string) {
 		return
 	}
 	old, oldRow := n.current, n.row
+	for _, h := range old {
+		e.freed = append(e.freed, h.prefix)
+	}
 	e.setHoldings(n, nil)
 	n.row = nil
 	n.pending = nil

@@ -473,3 +473,29 @@ func checkNoTwoOwners(t *testing.T, step int, w *world) {
 		}
 	}
 }
+
+// TestDeletedNodeCIDRsQuarantined: the CIDRs of a deleted CiliumNode go to
+// no other node for quarantineFor (its pods may still run), then they do;
+// the node created again listing them keeps them.
+func TestDeletedNodeCIDRsQuarantined(t *testing.T) {
+	w := newWorld(t, "a", "b")
+	w.e.UpsertPool(pool("default", 0, []string{"10.20.0.0/23"}, 24, nil, 0))
+	w.e.UpsertNode(node("a", []string{"default=8/0"}, "default=10.20.0.0/24"))
+	w.eval()
+	w.e.DeleteNode("a")
+	r := w.eval()
+	if want := w.now.Add(quarantineFor); !r.NextCheck.Equal(want) {
+		t.Fatalf("NextCheck = %v, want %v", r.NextCheck, want)
+	}
+	w.e.UpsertNode(node("b", []string{"default=300/0"}))
+	expect(t, "b while a's CIDR is quarantined", w.adds("b"), "10.20.1.0/24(default)|"+
+		`unable to allocate IPv4 CIDRs from pool "default": no free /24 is left in its IPv4 CIDRs (300 addresses requested, 253 available)`)
+	// a comes back listing its CIDR: it is a's again.
+	w.e.UpsertNode(node("a", []string{"default=8/0"}, "default=10.20.0.0/24"))
+	expect(t, "a back", w.adds("a"), "|")
+	w.e.DeleteNode("a")
+	w.eval()
+	w.now = w.now.Add(quarantineFor)
+	w.e.Recheck()
+	expect(t, "b once the quarantine is over", w.adds("b"), "10.20.1.0/24(default) 10.20.0.0/24(default)|")
+}

@@ -36,6 +36,7 @@ func (r Result) Empty() bool {
 // depend on the order changes arrived in.
 func (e *Engine) Evaluate(now time.Time) Result {
 	var res Result
+	e.updateQuarantine(now, &res)
 	names := make([]string, 0, len(e.dirtyNodes))
 	for name := range e.dirtyNodes {
 		names = append(names, name)
@@ -208,10 +209,16 @@ func (e *Engine) nextFree(p *poolState, f tables.Family) (netip.Prefix, bool) {
 		c := netip.PrefixFrom(parent.Addr(), fam.MaskSize).Masked()
 		for parent.Contains(c.Addr()) {
 			over := e.held.overlapping(c)
+			for q := range e.quarantine {
+				if tables.PrefixesOverlap(q, c) {
+					over = append(over, holding{prefix: q})
+				}
+			}
 			if len(over) == 0 {
 				return c, true
 			}
-			// Jump past the largest overlapping holding.
+			// Jump past the largest overlapping holding (or quarantined
+			// CIDR).
 			end := c
 			for _, o := range over {
 				if o.prefix.Bits() < end.Bits() || (o.prefix.Bits() == end.Bits() && end.Addr().Less(o.prefix.Addr())) {
@@ -369,4 +376,28 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// updateQuarantine stamps the CIDRs freed by deleted CiliumNodes, lets go
+// of those whose time is up (nodes that wait for room look again), and
+// asks to be called again when the next one is.
+func (e *Engine) updateQuarantine(now time.Time, res *Result) {
+	for _, p := range e.freed {
+		e.quarantine[p] = now.Add(quarantineFor)
+	}
+	e.freed = nil
+	for p, until := range e.quarantine {
+		if now.Before(until) {
+			if res.NextCheck.IsZero() || until.Before(res.NextCheck) {
+				res.NextCheck = until
+			}
+			continue
+		}
+		delete(e.quarantine, p)
+		for name, n := range e.nodes {
+			if n.decision != nil && n.decision.Error != "" {
+				e.dirtyNodes[name] = struct{}{}
+			}
+		}
+	}
 }

@@ -202,3 +202,50 @@ func TestUnservableAddAnsweredWithReason(t *testing.T) {
 	waitEvent(t, ns, "Pod", "p", nodeipam.EventPoolConflict, `pool "late"`)
 	p.stop(t)
 }
+
+// TestCiliumNodeDeletedUnderRunningAgent: a node's CiliumNode is deleted
+// while its agent runs and its pods use a CIDR (what happens when its Node
+// is deleted where kube-controller-manager runs). The agent creates it
+// again listing that CIDR, another node asking for room meanwhile gets
+// other CIDRs, and the pod keeps its address.
+func TestCiliumNodeDeletedUnderRunningAgent(t *testing.T) {
+	logAgentsOnFailure(t)
+	createPool(t, "keep", []string{"198.18.123.0/26"}, 27) // two /27s
+	ns := namespace(t, "keep", v4pool("keep"))
+	n, other := nodes[0], nodes[1]
+	p := startPod(t, n, ns, "p", nil)
+	defer p.stop(t)
+	held := allocatedOf(t, n, "keep")
+	if len(held) != 1 {
+		t.Fatalf("%s holds %v of pool keep, want one CIDR", n.name, held)
+	}
+	cn, err := herald.CiliumV2().CiliumNodes().Get(context.Background(), n.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := herald.CiliumV2().CiliumNodes().Delete(context.Background(), n.name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Another node needs room in the same pool right away.
+	q := startPod(t, other, ns, "q", nil)
+	defer q.stop(t)
+	if mustPrefix(held[0]).Contains(q.ipOf(tables.IPv4)) {
+		t.Fatalf("%s's pod got %s, in %s, which %s's pod %s still uses", other.name, q.ipOf(tables.IPv4), held[0], n.name, p.ipOf(tables.IPv4))
+	}
+	waitFor(t, timeout, func() (bool, string) {
+		now, err := herald.CiliumV2().CiliumNodes().Get(context.Background(), n.name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		got := allocatedOf(t, n, "keep")
+		return now.UID != cn.UID && slices.Contains(got, held[0]),
+			fmt.Sprintf("CiliumNode %s (uid %s, was %s) lists %v of pool keep, want %s again", n.name, now.UID, cn.UID, got, held[0])
+	})
+	allocs, err := n.allocations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(allocs, func(a *tables.PodIPAllocation) bool { return a.IP == p.ipOf(tables.IPv4) }) {
+		t.Fatalf("%s lost %s: %+v", n.name, p.ipOf(tables.IPv4), allocs)
+	}
+}
