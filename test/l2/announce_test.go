@@ -37,7 +37,7 @@ func TestOwnerAnswersAlone(t *testing.T) {
 	// responses_sent counts what the datapath answered.
 	const asks = 3
 	for i := 0; i < asks; i++ {
-		if res := probe(t, vip); len(res.replies) != 1 {
+		if res := probe(t, vip); len(res.Replies) != 1 {
 			t.Fatalf("want exactly one reply from %s; %s", owner, res)
 		}
 	}
@@ -64,7 +64,7 @@ func TestFailoverOnKill(t *testing.T) {
 	old := s.waitOwner("web", vip)
 	expectAnsweredOnlyBy(t, vip, old)
 
-	killed := client.mark()
+	killed := client.Mark()
 	t.Logf("kill -9 the agent of %s (pid %d)", old.Name, old.PID())
 	if err := old.Kill9(); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestFailoverOnKill(t *testing.T) {
 
 	// Back up, the old owner does not take the VIP back: its stale map
 	// entry is gone and it stays silent.
-	restarted := client.mark()
+	restarted := client.Mark()
 	if err := old.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -151,9 +151,9 @@ func TestNodeSelectorExcludes(t *testing.T) {
 	s.setNodeLabel(node1, key, "")
 	expectSilent(t, vip)
 	waitWithdrawn(t, node1, vip)
-	withdrawn := client.mark()
+	withdrawn := client.Mark()
 	assertSilentFor(t, vip, silence)
-	labelled := client.mark()
+	labelled := client.Mark()
 	s.setNodeLabel(node2, key, "yes")
 	if owner := s.waitOwner("web", vip, node1); owner != node2 {
 		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.Name, node2.Name)
@@ -190,7 +190,7 @@ func TestInterfaceRegex(t *testing.T) {
 	expectAnsweredOnlyBy(t, vip, owner)
 	waitMapEntry(t, owner, vip)
 
-	excluded := client.mark()
+	excluded := client.Mark()
 	s.updatePolicy(policy, func(p *v2alpha1.CiliumL2AnnouncementPolicySpec) { p.Interfaces = []string{"^eth1$"} })
 	expectSilent(t, vip)
 	waitWithdrawn(t, owner, vip)
@@ -300,8 +300,8 @@ func TestFrozenOwner(t *testing.T) {
 	waitGratuitous(t, vip, owner, s.start)
 
 	// Thaw it while asking continuously, and watch it hand over.
-	woke := client.mark()
-	stop := client.startProber(vip, 20*time.Millisecond)
+	woke := client.Mark()
+	stop := client.StartProber(vip, 20*time.Millisecond)
 	t.Logf("SIGCONT the agent of %s (pid %d)", old.Name, pid)
 	thaw()
 	waitWithdrawn(t, old, vip)
@@ -347,7 +347,7 @@ func TestXDPResponder(t *testing.T) {
 	}
 	expectAnsweredOnlyBy(t, vip, node2)
 	before := waitMapEntry(t, node2, vip)
-	if res := probe(t, vip); len(res.replies) != 1 {
+	if res := probe(t, vip); len(res.Replies) != 1 {
 		t.Fatalf("want exactly one reply from %s; %s", node2, res)
 	}
 	waitFor(t, func() (bool, string) {

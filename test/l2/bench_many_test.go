@@ -19,6 +19,7 @@ import (
 
 	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/agentproc"
+	"github.com/heraldlb/herald/test/arpwatch"
 	"github.com/heraldlb/herald/test/suite"
 )
 
@@ -212,7 +213,7 @@ func runManyTrial(b *testing.B, ns string, names map[netip.Addr]string, owned []
 	for _, vip := range owned {
 		isOwned[vip] = true
 	}
-	start := client.mark()
+	start := client.Mark()
 	marks := map[netip.Addr][]int{}
 	quit, done := make(chan struct{}), make(chan error, 1)
 	go func() {
@@ -220,8 +221,8 @@ func runManyTrial(b *testing.B, ns string, names map[netip.Addr]string, owned []
 		defer tick.Stop()
 		for {
 			for _, vip := range owned {
-				m := client.mark()
-				if err := client.request(vip); err != nil {
+				m := client.Mark()
+				if err := client.Request(vip); err != nil {
 					done <- err
 					return
 				}
@@ -254,15 +255,15 @@ func runManyTrial(b *testing.B, ns string, names map[netip.Addr]string, owned []
 	first := map[netip.Addr]time.Time{}
 	deadline := t0.Add(4*lt.duration + timeout)
 	for pos := start; len(first) < len(owned) && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		frames, err := client.since(pos)
+		frames, err := client.Since(pos)
 		if err != nil {
 			b.Fatalf("capture stopped: %v", err)
 		}
 		for _, fr := range frames {
-			pos = fr.seq + 1
-			if isOwned[fr.spa] && isReplyToClient(fr, fr.spa) && fr.at.After(t0) && !slices.Equal(fr.sha, victim.host.MAC) {
-				if _, ok := first[fr.spa]; !ok {
-					first[fr.spa] = fr.at
+			pos = fr.Seq + 1
+			if isOwned[fr.SPA] && client.IsReply(fr, fr.SPA) && fr.At.After(t0) && !slices.Equal(fr.SHA, victim.host.MAC) {
+				if _, ok := first[fr.SPA]; !ok {
+					first[fr.SPA] = fr.At
 				}
 			}
 		}
@@ -295,19 +296,19 @@ func runManyTrial(b *testing.B, ns string, names map[netip.Addr]string, owned []
 	must(b, victim.waitReady())
 	waitBalanced(b, names, settleTimeout)
 	stop()
-	time.Sleep(probeWindow) // the last replies
-	frames, err := client.since(start)
+	time.Sleep(arpwatch.ProbeWindow) // the last replies
+	frames, err := client.Since(start)
 	if err != nil {
 		b.Fatalf("capture stopped: %v", err)
 	}
-	byVIP := map[netip.Addr][]arpFrame{}
+	byVIP := map[netip.Addr][]arpwatch.ARPFrame{}
 	for _, fr := range frames {
-		if isOwned[fr.spa] {
-			byVIP[fr.spa] = append(byVIP[fr.spa], fr)
+		if isOwned[fr.SPA] {
+			byVIP[fr.SPA] = append(byVIP[fr.SPA], fr)
 		}
 	}
 	for _, vip := range owned {
-		w, doubles := doubleAnswers(byVIP[vip], vip, marks[vip])
+		w, doubles := client.DoubleAnswers(byVIP[vip], vip, marks[vip])
 		r.windows += w
 		r.doubles += len(doubles)
 		for _, d := range doubles {

@@ -55,6 +55,7 @@ import (
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/agentproc"
+	"github.com/heraldlb/herald/test/arpwatch"
 	"github.com/heraldlb/herald/test/suite"
 )
 
@@ -487,8 +488,8 @@ func waitSingleOwner(b *testing.B, vip netip.Addr, lease string) *node {
 	waitFor(b, func() (bool, string) {
 		res := probe(b, vip)
 		var n *node
-		if len(res.replies) == 1 {
-			n = nodeByMAC(res.replies[0].sha)
+		if len(res.Replies) == 1 {
+			n = nodeByMAC(res.Replies[0].SHA)
 		}
 		if n == nil || n != owner {
 			owner, streak = n, 0
@@ -531,9 +532,9 @@ func leaseLogLines(marks map[*node]agentproc.LogMark, lease string) string {
 // proberInterval, and measures until another node answers.
 func runFailoverTrial(b *testing.B, vip netip.Addr, lease string, owner *node, lt leaseTimings, f fault) failoverTrial {
 	b.Helper()
-	start := client.mark()
-	prober := startMarkedProber(vip, proberInterval)
-	defer func() { _, _ = prober.stop() }()
+	start := client.Mark()
+	prober := client.StartMarkedProber(vip, proberInterval)
+	defer func() { _, _ = prober.Stop() }()
 	time.Sleep(10 * proberInterval) // a few answers of the owner first
 
 	t0 := time.Now()
@@ -542,14 +543,14 @@ func runFailoverTrial(b *testing.B, vip netip.Addr, lease string, owner *node, l
 	deadline := t0.Add(4*lt.duration + timeout)
 	var t1 time.Time
 	for pos := start; t1.IsZero(); {
-		frames, err := client.since(pos)
+		frames, err := client.Since(pos)
 		if err != nil {
 			b.Fatalf("capture stopped: %v", err)
 		}
 		for _, f := range frames {
-			pos = f.seq + 1
-			if isReplyToClient(f, vip) && f.at.After(t0) && !slices.Equal(f.sha, owner.host.MAC) {
-				t1, r.tookOver = f.at, nodeByMAC(f.sha)
+			pos = f.Seq + 1
+			if client.IsReply(f, vip) && f.At.After(t0) && !slices.Equal(f.SHA, owner.host.MAC) {
+				t1, r.tookOver = f.At, nodeByMAC(f.SHA)
 				break
 			}
 		}
@@ -574,19 +575,19 @@ func runFailoverTrial(b *testing.B, vip netip.Addr, lease string, owner *node, l
 	time.Sleep(500 * time.Millisecond)
 	f.recover(b, owner)
 	time.Sleep(1500 * time.Millisecond)
-	marks, err := prober.stop()
+	marks, err := prober.Stop()
 	if err != nil {
 		b.Fatalf("prober: %v", err)
 	}
-	time.Sleep(probeWindow) // the last replies
-	frames, err := client.since(start)
+	time.Sleep(arpwatch.ProbeWindow) // the last replies
+	frames, err := client.Since(start)
 	if err != nil {
 		b.Fatalf("capture stopped: %v", err)
 	}
 	var lastOld time.Time
 	for _, f := range frames {
-		if isReplyToClient(f, vip) && slices.Equal(f.sha, owner.host.MAC) && f.at.Before(t1) {
-			lastOld = f.at
+		if client.IsReply(f, vip) && slices.Equal(f.SHA, owner.host.MAC) && f.At.Before(t1) {
+			lastOld = f.At
 		}
 	}
 	if !lastOld.IsZero() {
@@ -594,7 +595,7 @@ func runFailoverTrial(b *testing.B, vip netip.Addr, lease string, owner *node, l
 	}
 	r.requests = len(marks)
 	var doubles []string
-	r.windows, doubles = doubleAnswers(frames, vip, marks)
+	r.windows, doubles = client.DoubleAnswers(frames, vip, marks)
 	for _, d := range doubles {
 		suite.Say(b, "%s", d)
 	}
@@ -1313,30 +1314,30 @@ func BenchmarkAPIServerOutage(b *testing.B) {
 			// Ask every proberInterval until another node answers, as
 			// BenchmarkFailover does (the other VIPs are sampled again
 			// right after).
-			mark := client.mark()
-			prober := startMarkedProber(victimVIP, proberInterval)
+			mark := client.Mark()
+			prober := client.StartMarkedProber(victimVIP, proberInterval)
 			time.Sleep(10 * proberInterval)
 			killedAt = time.Now()
 			must(b, victim.Kill9())
 			suite.Say(b, "kill -9 of %s (owner of %s) %s into the outage", victim.Name, victimVIP, time.Since(start).Round(time.Second))
 			for failover == 0 && time.Since(killedAt) < 30*time.Second {
-				frames, err := client.since(mark)
+				frames, err := client.Since(mark)
 				must(b, err)
 				for _, f := range frames {
-					if isReplyToClient(f, victimVIP) && f.at.After(killedAt) && !slices.Equal(f.sha, victim.host.MAC) {
-						failover = f.at.Sub(killedAt)
+					if client.IsReply(f, victimVIP) && f.At.After(killedAt) && !slices.Equal(f.SHA, victim.host.MAC) {
+						failover = f.At.Sub(killedAt)
 						break
 					}
 				}
 				time.Sleep(2 * time.Millisecond)
 			}
 			time.Sleep(500 * time.Millisecond)
-			marks, err := prober.stop()
+			marks, err := prober.Stop()
 			must(b, err)
-			time.Sleep(probeWindow)
-			frames, err := client.since(mark)
+			time.Sleep(arpwatch.ProbeWindow)
+			frames, err := client.Since(mark)
 			must(b, err)
-			windows, doubles := doubleAnswers(frames, victimVIP, marks)
+			windows, doubles := client.DoubleAnswers(frames, victimVIP, marks)
 			for _, d := range doubles {
 				b.Errorf("%s", d)
 			}

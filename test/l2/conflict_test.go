@@ -2,7 +2,6 @@ package l2
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
@@ -16,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/heraldlb/herald/test/arpwatch"
 	"github.com/heraldlb/herald/test/netlab"
 )
 
@@ -57,14 +57,17 @@ func rogueGratuitousARP(t testing.TB, ip netip.Addr) {
 			return err
 		}
 		defer c.Close()
-		b := append(append([]byte{}, broadcastMAC...), rogueHost.MAC...)
-		b = binary.BigEndian.AppendUint16(b, unix.ETH_P_ARP)
-		b = append(b, 0, 1, 8, 0, 6, 4, 0, arpRequest)
-		b = append(b, rogueHost.MAC...)
-		b = append(b, ip.AsSlice()...)
-		b = append(b, make([]byte, 6)...)
-		b = append(b, ip.AsSlice()...)
-		_, err = c.WriteTo(b, &packet.Addr{HardwareAddr: broadcastMAC})
+		// A gratuitous request: sender and target IP both ip, target MAC
+		// zero; 42 bytes, unpadded.
+		b := arpwatch.ARPFrame{
+			EthDst: arpwatch.BroadcastMAC,
+			EthSrc: rogueHost.MAC,
+			Op:     arpwatch.OpRequest,
+			SHA:    rogueHost.MAC,
+			SPA:    ip,
+			TPA:    ip,
+		}.Marshal()
+		_, err = c.WriteTo(b, &packet.Addr{HardwareAddr: arpwatch.BroadcastMAC})
 		return err
 	})
 	if err != nil {
@@ -164,7 +167,7 @@ func TestAddressConflict(t *testing.T) {
 		t.Fatal("no node counted the conflict in herald_l2_address_conflicts_total{when=probe}")
 	}
 	assertNotAnswering(t, vip)
-	if res := probe(t, vip); len(res.macs()) != 1 || res.macs()[0] != rogueHost.MAC.String() {
+	if res := probe(t, vip); len(res.MACs()) != 1 || res.MACs()[0] != rogueHost.MAC.String() {
 		t.Fatalf("while the rogue host has %s, only it may answer: %s", vip, res)
 	}
 
@@ -175,7 +178,7 @@ func TestAddressConflict(t *testing.T) {
 
 	t.Logf("the rogue host claims %s again with a gratuitous ARP", vip)
 	before := conflictsCounted(t, owner, "announcing")
-	mark := client.mark()
+	mark := client.Mark()
 	rogueGratuitousARP(t, vip)
 	s.waitConflictEvent("taken", "speaks for")
 	if got := conflictsCounted(t, owner, "announcing"); got != before+1 {
@@ -183,12 +186,12 @@ func TestAddressConflict(t *testing.T) {
 	}
 	// No war: the owner does not announce again.
 	time.Sleep(2 * time.Second)
-	frames, err := client.since(mark)
+	frames, err := client.Since(mark)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range frames {
-		if f.gratuitous(vip) && f.sha.String() == owner.host.MAC.String() {
+		if f.Gratuitous(vip) && f.SHA.String() == owner.host.MAC.String() {
 			t.Errorf("%s announced %s again after the conflict: %s", owner.Name, vip, f)
 		}
 	}

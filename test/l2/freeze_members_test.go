@@ -34,13 +34,13 @@ func TestMembersFreezeAfterConfirmation(t *testing.T) {
 		}
 	})
 
-	start := client.mark()
-	prober := startMarkedProber(vip, 20*time.Millisecond)
-	defer func() { _, _ = prober.stop() }()
+	start := client.Mark()
+	prober := client.StartMarkedProber(vip, 20*time.Millisecond)
+	defer func() { _, _ = prober.Stop() }()
 	for round := 1; round <= freezeRounds; round++ {
 		waitMembersAlive(t, nodes)
 		old := s.waitOwner("web", vip)
-		before := client.mark()
+		before := client.Mark()
 		ahead := freezeWhenDeadlineMoves(t, old)
 		owner := s.waitOwner("web", vip, old)
 		waitGratuitous(t, vip, owner, before)
@@ -91,13 +91,13 @@ func TestMembersFreezeAfterNodeLeaseRenewal(t *testing.T) {
 	waitMembersDead(t, pair[0], pair[1])
 	waitMembersDead(t, pair[1], pair[0])
 
-	start := client.mark()
-	prober := startMarkedProber(vip, 20*time.Millisecond)
-	defer func() { _, _ = prober.stop() }()
+	start := client.Mark()
+	prober := client.StartMarkedProber(vip, 20*time.Millisecond)
+	defer func() { _, _ = prober.Stop() }()
 	for round := 1; round <= freezeRounds; round++ {
 		old := s.waitOwner("web", vip)
 		trap := traps[old]
-		before := client.mark()
+		before := client.Mark()
 		trap.freezeAtNextRenewal(t, round)
 		owner := s.waitOwner("web", vip, old)
 		waitGratuitous(t, vip, owner, before)

@@ -39,13 +39,13 @@ func TestFreezeAfterRenewal(t *testing.T) {
 	}
 	ensureAgents(t)
 
-	start := client.mark()
-	prober := startMarkedProber(vip, 20*time.Millisecond)
-	defer func() { _, _ = prober.stop() }()
+	start := client.Mark()
+	prober := client.StartMarkedProber(vip, 20*time.Millisecond)
+	defer func() { _, _ = prober.Stop() }()
 	for round := 1; round <= freezeRounds; round++ {
 		old := s.waitOwner("web", vip)
 		trap := traps[old]
-		before := client.mark()
+		before := client.Mark()
 		trap.freezeAtNextRenewal(t, round)
 		owner := s.waitOwner("web", vip, old)
 		waitGratuitous(t, vip, owner, before)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/test/agentproc"
+	"github.com/heraldlb/herald/test/arpwatch"
 )
 
 // Names the spec and the agent share with these tests.
@@ -81,7 +82,7 @@ type scenario struct {
 func newScenario(t *testing.T) *scenario {
 	t.Helper()
 	ensureAgents(t)
-	s := &scenario{t: t, start: client.mark(), logs: map[*node]agentproc.LogMark{}}
+	s := &scenario{t: t, start: client.Mark(), logs: map[*node]agentproc.LogMark{}}
 	for _, n := range nodes {
 		s.logs[n] = n.Mark()
 	}
@@ -383,9 +384,9 @@ func names(ns []*node) []string {
 // ---------------------------------------------------------------------------
 
 // probe asks who has vip once; a malformed reply fails the test.
-func probe(t testing.TB, vip netip.Addr) probeResult {
+func probe(t testing.TB, vip netip.Addr) arpwatch.ProbeResult {
 	t.Helper()
-	res, err := client.probe(vip)
+	res, err := client.Probe(vip)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, res)
 	}
@@ -403,11 +404,11 @@ func expectAnsweredOnlyBy(t testing.TB, vip netip.Addr, n *node) {
 	want := []string{n.host.MAC.String()}
 	waitFor(t, func() (bool, string) {
 		res := probe(t, vip)
-		return slices.Equal(res.macs(), want), fmt.Sprintf("want a reply from %s only; %s", n, res)
+		return slices.Equal(res.MACs(), want), fmt.Sprintf("want a reply from %s only; %s", n, res)
 	})
 	for i := 0; i < confirmations; i++ {
 		res := probe(t, vip)
-		if len(res.replies) != 1 || !slices.Equal(res.macs(), want) {
+		if len(res.Replies) != 1 || !slices.Equal(res.MACs(), want) {
 			t.Fatalf("request %d after %s first answered alone: want exactly one reply, from %s; %s", i+1, n.Name, n, res)
 		}
 	}
@@ -419,7 +420,7 @@ func expectSilent(t testing.TB, vip netip.Addr) {
 	quiet := 0
 	waitFor(t, func() (bool, string) {
 		res := probe(t, vip)
-		if len(res.replies) == 0 {
+		if len(res.Replies) == 0 {
 			quiet++
 		} else {
 			quiet = 0
@@ -432,7 +433,7 @@ func expectSilent(t testing.TB, vip netip.Addr) {
 func assertSilentFor(t testing.TB, vip netip.Addr, d time.Duration) {
 	t.Helper()
 	for end := time.Now().Add(d); time.Now().Before(end); {
-		if res := probe(t, vip); len(res.replies) != 0 {
+		if res := probe(t, vip); len(res.Replies) != 0 {
 			t.Fatalf("nobody may answer for %s, yet: %s", vip, res)
 		}
 	}
@@ -443,14 +444,14 @@ func assertSilentFor(t testing.TB, vip netip.Addr, d time.Duration) {
 func waitGratuitous(t testing.TB, vip netip.Addr, n *node, since int) {
 	t.Helper()
 	waitFor(t, func() (bool, string) {
-		frames, err := client.since(since)
+		frames, err := client.Since(since)
 		if err != nil {
 			return false, err.Error()
 		}
 		var seen []string
 		for _, f := range frames {
-			if f.gratuitous(vip) {
-				if f.sha.String() == n.host.MAC.String() {
+			if f.Gratuitous(vip) {
+				if f.SHA.String() == n.host.MAC.String() {
 					return true, ""
 				}
 				seen = append(seen, f.String())
@@ -466,24 +467,24 @@ func waitGratuitous(t testing.TB, vip netip.Addr, n *node, since int) {
 // too, to show whether two nodes were answering at once.
 func assertNeverSpokeFor(t testing.TB, vip netip.Addr, from, to int, ns ...*node) {
 	t.Helper()
-	frames, err := client.since(from)
+	frames, err := client.Since(from)
 	if err != nil {
 		t.Fatal(err)
 	}
 	type seen struct {
 		n           int
-		first, last arpFrame
+		first, last arpwatch.ARPFrame
 	}
 	bySender := map[string]*seen{}
 	var order []string
 	for _, f := range frames {
-		if to >= 0 && f.seq >= to {
+		if to >= 0 && f.Seq >= to {
 			break
 		}
-		if !f.about(vip) {
+		if !f.About(vip) {
 			continue
 		}
-		mac := f.sha.String()
+		mac := f.SHA.String()
 		x := bySender[mac]
 		if x == nil {
 			x = &seen{first: f}
@@ -511,7 +512,7 @@ func assertNeverSpokeFor(t testing.TB, vip netip.Addr, from, to int, ns ...*node
 				who = n.Name
 			}
 		}
-		all = append(all, fmt.Sprintf("%s: %d frames from %s to %s", who, x.n, x.first.at.Format("15:04:05.000"), x.last.at.Format("15:04:05.000")))
+		all = append(all, fmt.Sprintf("%s: %d frames from %s to %s", who, x.n, x.first.At.Format("15:04:05.000"), x.last.At.Format("15:04:05.000")))
 	}
 	t.Errorf("must not speak for %s, yet:\n  %s\nall replies and announcements for it in that part of the capture:\n  %s",
 		vip, strings.Join(bad, "\n  "), strings.Join(all, "\n  "))
@@ -655,11 +656,11 @@ func dumpState(vips []netip.Addr, since int) string {
 			fmt.Fprintf(&b, "%s holder=%q renewed=%s transitions=%d\n", l.Name, holderOf(&l), renew, trans)
 		}
 	}
-	frames, _ := client.since(since)
+	frames, _ := client.Since(since)
 	var about []string
 	for _, f := range frames {
 		for _, vip := range vips {
-			if f.spa == vip || f.tpa == vip {
+			if f.SPA == vip || f.TPA == vip {
 				about = append(about, f.String())
 				break
 			}
@@ -671,18 +672,18 @@ func dumpState(vips []netip.Addr, since int) string {
 
 // expectNoDoubleAnswers stops the prober and fails the test if a request of the prober was
 // answered by two MACs.
-func expectNoDoubleAnswers(t *testing.T, vip netip.Addr, prober *markedProber, start int) {
+func expectNoDoubleAnswers(t *testing.T, vip netip.Addr, prober *arpwatch.MarkedProber, start int) {
 	t.Helper()
-	marks, err := prober.stop()
+	marks, err := prober.Stop()
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(probeWindow)
-	frames, err := client.since(start)
+	time.Sleep(arpwatch.ProbeWindow)
+	frames, err := client.Since(start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	windows, doubles := doubleAnswers(frames, vip, marks)
+	windows, doubles := client.DoubleAnswers(frames, vip, marks)
 	if len(doubles) > 0 {
 		t.Errorf("%d of %d requests answered by two MACs:\n  %s", len(doubles), windows, strings.Join(doubles, "\n  "))
 	}

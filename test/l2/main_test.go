@@ -43,6 +43,7 @@ import (
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
 	"github.com/heraldlb/herald/test/agentproc"
+	"github.com/heraldlb/herald/test/arpwatch"
 	"github.com/heraldlb/herald/test/cluster"
 	"github.com/heraldlb/herald/test/netlab"
 	"github.com/heraldlb/herald/test/suite"
@@ -72,8 +73,8 @@ var (
 	nodes      []*node
 	clientHost *netlab.Host // hl2-client
 	rogueHost  *netlab.Host // hl2-rogue: a host that uses a VIP as its own
-	client     *arpClient
-	client6    *ndpClient
+	client     *arpwatch.ARPClient
+	client6    *arpwatch.NDPClient
 )
 
 func TestMain(m *testing.M) {
@@ -257,14 +258,14 @@ func setup(agentBin, dbgBin string) error {
 		return fmt.Errorf("creating pool: %w", err)
 	}
 
-	if client, err = openARPClient(clientHost.Netns, clientHost.IP); err != nil {
+	if client, err = arpwatch.OpenARPClient(clientHost.Netns, clientHost.IP); err != nil {
 		return fmt.Errorf("ARP client: %w", err)
 	}
-	atTeardown(client.close)
-	if client6, err = openNDPClient(clientHost.Netns, clientHost.IP6); err != nil {
+	atTeardown(client.Close)
+	if client6, err = arpwatch.OpenNDPClient(clientHost.Netns, clientHost.IP6); err != nil {
 		return fmt.Errorf("NDP client: %w", err)
 	}
-	atTeardown(client6.close)
+	atTeardown(client6.Close)
 
 	atTeardown(func() {
 		for _, n := range nodes {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/heraldlb/herald/tables"
+	"github.com/heraldlb/herald/test/arpwatch"
 )
 
 // useLeaseElection restarts every agent with the Lease election (a Lease
@@ -58,9 +59,9 @@ func TestMembersFailover(t *testing.T) {
 		}
 	}
 
-	start := client.mark()
-	prober := startMarkedProber(vip, 20*time.Millisecond)
-	defer func() { _, _ = prober.stop() }()
+	start := client.Mark()
+	prober := client.StartMarkedProber(vip, 20*time.Millisecond)
+	defer func() { _, _ = prober.Stop() }()
 
 	// kill -9: another node answers once the peers declare the owner dead.
 	killedAt := time.Now()
@@ -80,7 +81,7 @@ func TestMembersFailover(t *testing.T) {
 	// holds nothing any more.
 	frozen := interim
 	frozenAt := time.Now()
-	before := client.mark()
+	before := client.Mark()
 	must(t, frozen.Freeze())
 	owner := s.waitOwner("web", vip, frozen)
 	waitGratuitous(t, vip, owner, before)
@@ -231,7 +232,7 @@ func TestMembersManyServices(t *testing.T) {
 		if i++; i > 20 {
 			break
 		}
-		if r := probe(t, vip); len(r.macs()) != 1 {
+		if r := probe(t, vip); len(r.MACs()) != 1 {
 			t.Errorf("ARP for %s: %s, want exactly one MAC", vip, r)
 		}
 	}
@@ -260,9 +261,9 @@ func TestMembersPartition(t *testing.T) {
 	placed := s.waitOwner("web", vip)
 	expectAnsweredOnlyBy(t, vip, placed)
 
-	start := client.mark()
-	prober := startMarkedProber(vip, 20*time.Millisecond)
-	defer func() { _, _ = prober.stop() }()
+	start := client.Mark()
+	prober := client.StartMarkedProber(vip, 20*time.Millisecond)
+	defer func() { _, _ = prober.Stop() }()
 	cut := time.Now()
 	heal := partition(t, placed)
 	interim := s.waitOwner("web", vip, placed)
@@ -318,17 +319,17 @@ func TestMembersAPIServerOutage(t *testing.T) {
 	t.Logf("after %s without the API server, every VIP is answered by its owner", 3*leaseDuration)
 
 	victim := owner[names[0]]
-	start := client.mark()
-	prober := startMarkedProber(vips[names[0]], 20*time.Millisecond)
-	defer func() { _, _ = prober.stop() }()
+	start := client.Mark()
+	prober := client.StartMarkedProber(vips[names[0]], 20*time.Millisecond)
+	defer func() { _, _ = prober.Stop() }()
 	if err := victim.Kill9(); err != nil {
 		t.Fatal(err)
 	}
 	var interim *node
 	waitFor(t, func() (bool, string) {
 		r := probe(t, vips[names[0]])
-		if macs := r.macs(); len(macs) == 1 && macs[0] != victim.host.MAC.String() {
-			interim = nodeByMAC(r.replies[0].sha)
+		if macs := r.MACs(); len(macs) == 1 && macs[0] != victim.host.MAC.String() {
+			interim = nodeByMAC(r.Replies[0].SHA)
 			return interim != nil, ""
 		}
 		return false, fmt.Sprintf("%s: %s", vips[names[0]], r)
@@ -378,14 +379,14 @@ func TestMembersJoinLeave(t *testing.T) {
 		return owners
 	}
 	before := settled(func(map[netip.Addr][]string) (bool, string) { return true, "" })
-	start := client.mark()
-	var probers []*markedProber
+	start := client.Mark()
+	var probers []*arpwatch.MarkedProber
 	for _, name := range names {
-		probers = append(probers, startMarkedProber(vips[name], 100*time.Millisecond))
+		probers = append(probers, client.StartMarkedProber(vips[name], 100*time.Millisecond))
 	}
 	defer func() {
 		for _, p := range probers {
-			_, _ = p.stop()
+			_, _ = p.Stop()
 		}
 	}()
 
@@ -439,19 +440,19 @@ func TestMembersJoinLeave(t *testing.T) {
 	marks := make([][]int, len(probers))
 	for i, p := range probers {
 		var err error
-		if marks[i], err = p.stop(); err != nil {
+		if marks[i], err = p.Stop(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(probeWindow)
-	frames, err := client.since(start)
+	time.Sleep(arpwatch.ProbeWindow)
+	frames, err := client.Since(start)
 	if err != nil {
 		t.Fatal(err)
 	}
 	windows := 0
 	for i, name := range names {
 		vip := vips[name]
-		w, doubles := doubleAnswers(frames, vip, marks[i])
+		w, doubles := client.DoubleAnswers(frames, vip, marks[i])
 		windows += w
 		if len(doubles) > 0 {
 			t.Errorf("%s: %d of %d requests answered by two MACs:\n  %s", vip, len(doubles), w, strings.Join(doubles, "\n  "))
@@ -485,9 +486,9 @@ func TestMembersSharedIP(t *testing.T) {
 	if l, err := s.lease("https"); err != nil || l != nil {
 		t.Errorf("Lease of the second Service: %v (%v), want none: the group has one Lease", l, err)
 	}
-	start := client.mark()
-	prober := startMarkedProber(vip, 20*time.Millisecond)
-	defer func() { _, _ = prober.stop() }()
+	start := client.Mark()
+	prober := client.StartMarkedProber(vip, 20*time.Millisecond)
+	defer func() { _, _ = prober.Stop() }()
 	if err := owner.Kill9(); err != nil {
 		t.Fatal(err)
 	}

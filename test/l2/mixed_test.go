@@ -37,9 +37,9 @@ func TestMixedElections(t *testing.T) {
 	s.waitOwner("web", vip)
 	expectAnsweredOnlyBy(t, vip, n3)
 
-	start := client.mark()
-	prober := startMarkedProber(vip, 20*time.Millisecond)
-	defer func() { _, _ = prober.stop() }()
+	start := client.Mark()
+	prober := client.StartMarkedProber(vip, 20*time.Millisecond)
+	defer func() { _, _ = prober.Stop() }()
 	s.updatePolicy(policy, func(spec *v2alpha1.CiliumL2AnnouncementPolicySpec) { spec.NodeSelector = nil })
 	// Several lease durations: node3 renews, the members leave it alone.
 	for end := time.Now().Add(3 * leaseDuration); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
@@ -59,7 +59,7 @@ func TestMixedElections(t *testing.T) {
 	t.Logf("node1's l2-owners:\n%s", out)
 
 	// node3's agent stops and releases the Lease: a member takes over.
-	before := client.mark()
+	before := client.Mark()
 	must(t, n3.Stop())
 	owner := s.waitOwner("web", vip, n3)
 	waitGratuitous(t, vip, owner, before)

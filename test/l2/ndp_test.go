@@ -1,142 +1,16 @@
 package l2
 
 import (
-	"encoding/binary"
 	"fmt"
-	"net"
 	"net/netip"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mdlayher/ndp"
-	"github.com/mdlayher/packet"
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 )
-
-// naFrame is one Neighbor Advertisement seen on the client's eth0.
-type naFrame struct {
-	seq      int
-	at       time.Time
-	ethSrc   net.HardwareAddr
-	ethDst   net.HardwareAddr
-	dst      netip.Addr
-	hopLimit uint8
-	na       *ndp.NeighborAdvertisement
-}
-
-// tlla is the advertisement's Target Link-Layer Address option, or nil.
-func (f naFrame) tlla() net.HardwareAddr {
-	for _, o := range f.na.Options {
-		if l, ok := o.(*ndp.LinkLayerAddress); ok && l.Direction == ndp.Target {
-			return l.Addr
-		}
-	}
-	return nil
-}
-
-func (f naFrame) String() string {
-	return fmt.Sprintf("#%d %s eth %s > %s, NA to %s: target %s at %s, S=%v O=%v",
-		f.seq, f.at.Format("15:04:05.000"), f.ethSrc, f.ethDst, f.dst, f.na.TargetAddress, f.tlla(), f.na.Solicited, f.na.Override)
-}
-
-// ndpClient sends Neighbor Solicitations from the client namespace's eth0
-// and captures every Neighbor Advertisement arriving there.
-type ndpClient struct {
-	*capture[naFrame]
-	ip netip.Addr
-}
-
-func openNDPClient(ns string, ip netip.Addr) (*ndpClient, error) {
-	c, err := openCapture(ns, unix.ETH_P_IPV6, func(b []byte, seq int, at time.Time) (naFrame, bool) {
-		f, ok := parseNA(b)
-		f.seq, f.at = seq, at
-		return f, ok
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &ndpClient{capture: c, ip: ip}, nil
-}
-
-// parseNA parses Ethernet + IPv6 (no extension headers) + ICMPv6 Neighbor
-// Advertisement. The checksum is not verified here: ndisc6 does that, in
-// the kernel, for the answers TestIPv6VIP checks with it.
-func parseNA(b []byte) (naFrame, bool) {
-	const ethLen, ipLen = 14, 40
-	if len(b) < ethLen+ipLen+24 || binary.BigEndian.Uint16(b[12:14]) != unix.ETH_P_IPV6 || b[ethLen+6] != 58 {
-		return naFrame{}, false
-	}
-	ip := b[ethLen:]
-	m, err := ndp.ParseMessage(ip[ipLen : ipLen+int(binary.BigEndian.Uint16(ip[4:6]))])
-	if err != nil {
-		return naFrame{}, false
-	}
-	na, ok := m.(*ndp.NeighborAdvertisement)
-	if !ok {
-		return naFrame{}, false
-	}
-	return naFrame{
-		ethDst:   net.HardwareAddr(slices.Clone(b[0:6])),
-		ethSrc:   net.HardwareAddr(slices.Clone(b[6:12])),
-		dst:      netip.AddrFrom16([16]byte(ip[24:40])),
-		hopLimit: ip[7],
-		na:       na,
-	}, true
-}
-
-// solicit sends a Neighbor Solicitation for target to its solicited-node
-// multicast group, as a host resolving it does.
-func (c *ndpClient) solicit(target netip.Addr) error {
-	group, err := ndp.SolicitedNodeMulticast(target)
-	if err != nil {
-		return err
-	}
-	g := group.As16()
-	groupMAC := net.HardwareAddr{0x33, 0x33, g[12], g[13], g[14], g[15]}
-	icmp, err := ndp.MarshalMessageChecksum(&ndp.NeighborSolicitation{
-		TargetAddress: target,
-		Options:       []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: c.mac}},
-	}, c.ip, group)
-	if err != nil {
-		return err
-	}
-	b := append(append([]byte{}, groupMAC...), c.mac...)
-	b = binary.BigEndian.AppendUint16(b, unix.ETH_P_IPV6)
-	b = binary.BigEndian.AppendUint32(b, 6<<28)
-	b = binary.BigEndian.AppendUint16(b, uint16(len(icmp)))
-	b = append(b, 58, 255)
-	b = append(b, c.ip.AsSlice()...)
-	b = append(b, group.AsSlice()...)
-	b = append(b, icmp...)
-	_, err = c.conn.WriteTo(b, &packet.Addr{HardwareAddr: groupMAC})
-	return err
-}
-
-// probe solicits target once and returns the MACs (Target Link-Layer
-// Address options) of the solicited advertisements that came back to the
-// client within probeWindow, one per answer.
-func (c *ndpClient) probe(target netip.Addr) ([]string, error) {
-	start := c.mark()
-	if err := c.solicit(target); err != nil {
-		return nil, fmt.Errorf("sending NS: %w", err)
-	}
-	time.Sleep(probeWindow)
-	frames, err := c.since(start)
-	if err != nil {
-		return nil, fmt.Errorf("capture stopped: %w", err)
-	}
-	var macs []string
-	for _, f := range frames {
-		if f.na.TargetAddress == target && f.na.Solicited && f.dst == c.ip {
-			macs = append(macs, f.tlla().String())
-		}
-	}
-	return macs, nil
-}
 
 // expectNDPAnsweredOnlyBy waits until a solicitation for vip is answered by
 // n alone, then checks that the next ones are too: one answer each, with
@@ -146,7 +20,7 @@ func expectNDPAnsweredOnlyBy(t testing.TB, vip netip.Addr, n *node) {
 	want := []string{n.host.MAC.String()}
 	probe := func() []string {
 		t.Helper()
-		macs, err := client6.probe(vip)
+		macs, err := client6.Probe(vip)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,7 +98,7 @@ func TestIPv6VIP(t *testing.T) {
 	}
 	expectDbgResponder(t, vip, owner)
 
-	start := client6.mark()
+	start := client6.Mark()
 	t.Logf("kill -9 the agent of %s", owner.Name)
 	if err := owner.Kill9(); err != nil {
 		t.Fatal(err)
@@ -232,14 +106,14 @@ func TestIPv6VIP(t *testing.T) {
 	next := s.waitOwner("web6", vip, owner)
 	expectNDPAnsweredOnlyBy(t, vip, next)
 	waitFor(t, func() (bool, string) {
-		frames, err := client6.since(start)
+		frames, err := client6.Since(start)
 		if err != nil {
 			return false, err.Error()
 		}
 		var seen []string
 		for _, f := range frames {
-			if f.na.TargetAddress == vip && !f.na.Solicited && f.na.Override && f.dst == netip.IPv6LinkLocalAllNodes() &&
-				f.hopLimit == 255 && f.tlla().String() == next.host.MAC.String() {
+			if f.NA.TargetAddress == vip && !f.NA.Solicited && f.NA.Override && f.Dst == netip.IPv6LinkLocalAllNodes() &&
+				f.HopLimit == 255 && f.TLLA().String() == next.host.MAC.String() {
 				return true, ""
 			}
 			seen = append(seen, f.String())
@@ -257,7 +131,7 @@ func TestIPv6VIP(t *testing.T) {
 	if inGroup(t, next.host.Netns, vip) {
 		t.Errorf("%s withdrew %s but stays in its solicited-node group", next.Name, vip)
 	}
-	if macs, err := client6.probe(vip); err != nil || len(macs) != 0 {
+	if macs, err := client6.Probe(vip); err != nil || len(macs) != 0 {
 		t.Fatalf("after the Service is gone, solicitations for %s got answers from %v (%v)", vip, macs, err)
 	}
 }
