@@ -36,6 +36,10 @@ type Config struct {
 	// IPAMGCGrace is how long the address of a pod that seems gone waits
 	// before the API server is asked, and again before it is released.
 	IPAMGCGrace time.Duration // ipam-gc-grace (hidden)
+	// Procfs is where the host's /proc is: the agent turns IP forwarding on
+	// under <procfs>/sys/net. A container's own /proc/sys is read-only, so
+	// the DaemonSet mounts the host's /proc/sys/net at /host/proc/sys/net.
+	Procfs string // procfs
 }
 
 var defaultConfig = Config{
@@ -43,6 +47,7 @@ var defaultConfig = Config{
 	IPAMSocket:                 ipamv1.DefaultSocket,
 	IPAMStateDir:               ipamv1.DefaultStateDir,
 	IPAMGCGrace:                gcGrace,
+	Procfs:                     "/proc",
 }
 
 func (def Config) Flags(flags *pflag.FlagSet) {
@@ -52,6 +57,7 @@ func (def Config) Flags(flags *pflag.FlagSet) {
 	flags.String("ipam-state-dir", def.IPAMStateDir, "Host directory of the allocation journal and of the DELs the plugin queued while the agent was down")
 	flags.Duration("ipam-gc-grace", def.IPAMGCGrace,
 		"How long the address of a pod that seems gone (not in the agent's view of the node's pods, or another pod of that name there) waits before the API server is asked, and again before it is released; the runtime's DEL and CNI GC normally release addresses first")
+	flags.String("procfs", def.Procfs, "Where the host's proc filesystem is mounted: the agent turns IP forwarding on under <procfs>/sys/net when the node's first pod gets an address (multi-pool IPAM)")
 	// Hidden: the default suits every cluster; shorter only for tests and
 	// for nodes whose runtime is known to lose DELs.
 	_ = flags.MarkHidden("ipam-gc-grace")

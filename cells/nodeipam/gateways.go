@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -37,7 +39,7 @@ func (a *agent) ensureGateways(bridge string, cidrs []netip.Prefix) error {
 		return nil
 	}
 	if !a.forwarding.Load() {
-		if err := enableForwarding(a.families); err != nil {
+		if err := enableForwarding(a.Config.Procfs, a.families); err != nil {
 			return err
 		}
 		a.forwarding.Store(true)
@@ -48,6 +50,10 @@ func (a *agent) ensureGateways(bridge string, cidrs []netip.Prefix) error {
 	}
 	for _, c := range cidrs {
 		if err := netlink.AddrReplace(link, gatewayAddr(c)); err != nil {
+			if c.Addr().Is6() && errors.Is(err, unix.EACCES) {
+				// What the kernel answers when IPv6 is off on the device.
+				return fmt.Errorf("gateway of %s on bridge %s: %w (is IPv6 disabled there? sysctl net.ipv6.conf.%s.disable_ipv6, set from net.ipv6.conf.default.disable_ipv6 when the bridge was created)", c, bridge, err, bridge)
+			}
 			return fmt.Errorf("gateway of %s on bridge %s: %w", c, bridge, err)
 		}
 	}
@@ -89,15 +95,19 @@ func removeGateways(cidrs []netip.Prefix) error {
 }
 
 // enableForwarding turns on IP forwarding: pods reach other nodes, and
-// other nodes reach them, through this node.
-func enableForwarding(families []tables.Family) error {
+// other nodes reach them, through this node. A setting that is on already
+// is left alone (and needs no write access).
+func enableForwarding(procfs string, families []tables.Family) error {
 	for _, f := range families {
-		path := "/proc/sys/net/ipv4/ip_forward"
+		path := filepath.Join(procfs, "sys/net/ipv4/ip_forward")
 		if f == tables.IPv6 {
-			path = "/proc/sys/net/ipv6/conf/all/forwarding"
+			path = filepath.Join(procfs, "sys/net/ipv6/conf/all/forwarding")
+		}
+		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == "1" {
+			continue
 		}
 		if err := os.WriteFile(path, []byte("1"), 0o644); err != nil {
-			return fmt.Errorf("enabling %s forwarding: %w", f, err)
+			return fmt.Errorf("enabling %s forwarding (procfs %s): %w", f, procfs, err)
 		}
 	}
 	return nil
