@@ -55,6 +55,10 @@ type CiliumNode struct {
 	UID               string    `json:"uid"`
 	ResourceVersion   string    `json:"resourceVersion"`
 	CreationTimestamp time.Time `json:"creationTimestamp"`
+	// OwnerNodeUID is the UID of the Node that owns it (owner reference;
+	// "" if none): where kube-controller-manager runs, it goes with that
+	// Node.
+	OwnerNodeUID string `json:"ownerNodeUID,omitempty"`
 
 	Requested []PoolDemand `json:"requested,omitempty"`
 	Allocated []PoolCIDRs  `json:"allocated,omitempty"`
@@ -147,6 +151,11 @@ func CiliumNodeFromK8s(n *v2.CiliumNode) *CiliumNode {
 		Name: n.Name, UID: string(n.UID), ResourceVersion: n.ResourceVersion,
 		CreationTimestamp: n.CreationTimestamp.Time, OperatorError: n.Status.IPAM.OperatorStatus.Error,
 		UsedDigest: UsedDigest(n.Status.IPAM.Used),
+	}
+	for _, o := range n.OwnerReferences {
+		if o.Kind == "Node" && o.APIVersion == "v1" {
+			out.OwnerNodeUID = string(o.UID)
+		}
 	}
 	for _, r := range n.Spec.IPAM.Pools.Requested {
 		out.Requested = append(out.Requested, PoolDemand{Pool: r.Pool, IPv4: r.Needed.IPv4Addrs, IPv6: r.Needed.IPv6Addrs})

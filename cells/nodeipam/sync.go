@@ -199,6 +199,25 @@ func (a *agent) syncOnce(ctx context.Context, txn statedb.ReadTxn, cn *tables.Ci
 	// older one would only earn a conflict.
 	cn = a.written.current(cn)
 
+	if n, _, ok := a.Nodes.Get(txn, tables.NodeNameIndex.Query(a.node)); ok && n.UID != "" && cn.OwnerNodeUID != n.UID {
+		// Created while its Node was away (deleted, or not registered
+		// yet): it goes with the Node from now on.
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+			"resourceVersion": cn.ResourceVersion,
+			"ownerReferences": []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: a.node, UID: types.UID(n.UID)}},
+		}})
+		got, err := api.Patch(ctx, a.node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: AgentFieldManager})
+		if err != nil {
+			if apierrors.IsConflict(err) {
+				return 0, nil
+			}
+			return 0, fmt.Errorf("CiliumNode %s: owner: %w", a.node, err)
+		}
+		a.written.record(cn.ResourceVersion, got)
+		a.Log.Info("The CiliumNode belongs to its Node again", "node", a.node, "nodeUID", n.UID)
+		return 0, nil // one write per version
+	}
+
 	if !sameDemand(cn.Requested, demand) {
 		if wait := time.Until(a.lastRequest.Add(requestEvery)); wait > 0 && !waiting {
 			return wait, nil
