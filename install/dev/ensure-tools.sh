@@ -8,11 +8,16 @@
 #     frr (zebra, bgpd, vtysh in /usr/lib/frr, /usr/bin) as the BGP router of
 #     the BGP tests (test/frr), which run their own instances: the package's
 #     frr service is kept from starting and disabled
+#     containerd and runc, the container runtime of the real cluster
+#     (test/realcluster), which runs one containerd per node itself: the
+#     package's containerd service is kept from starting and disabled
 #   - kube-apiserver, the current version (v1.34.2, built from install/dev/tools)
 #     and the oldest supported one (v1.31.14, from install/dev/tools-v1.31),
-#     into ${HERALD_CACHE:-$HOME/.cache/herald}/kube-apiserver-<version>, and
-#     kube-proxy of the current version (.../kube-proxy-<version>);
-#     the versions are in kube-versions.sh
+#     into ${HERALD_CACHE:-$HOME/.cache/herald}/kube-apiserver-<version>; of the
+#     current version also kube-controller-manager, kube-scheduler, kubelet,
+#     kube-proxy and kubectl (.../<name>-<version>); the versions are in
+#     kube-versions.sh
+#   - the Helm CLI (install/dev/tools-helm) into .../helm-<version>
 #   - the reference CNI plugins herald-ipam is tested with (bridge, loopback,
 #     host-local), into .../cni-plugins-<version> (ensure-cni-plugins.sh)
 # Idempotent; does nothing slow when everything is already there.
@@ -29,7 +34,7 @@ die() { echo "ensure-tools: ERROR: $*" >&2; exit 1; }
 # ---------------------------------------------------------------------------
 # Debian packages
 # ---------------------------------------------------------------------------
-packages=(etcd-server iproute2 openssl curl jq clang llvm libbpf-dev iputils-arping iputils-ping ndisc6 tcpdump bpftool iptables nftables conntrack qemu-system-x86 cpio frr)
+packages=(etcd-server iproute2 openssl curl jq clang llvm libbpf-dev iputils-arping iputils-ping ndisc6 tcpdump bpftool iptables nftables conntrack qemu-system-x86 cpio frr containerd runc)
 missing=()
 for p in "${packages[@]}"; do
 	status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
@@ -91,6 +96,14 @@ else
 			"${sudo[@]}" update-rc.d etcd disable >/dev/null 2>&1 || true
 		fi
 	fi
+	if [[ " ${missing[*]} " == *" containerd "* ]]; then
+		log "disabling the containerd package's own containerd service"
+		if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null; then
+			"${sudo[@]}" systemctl disable --now containerd.service >/dev/null 2>&1 || true
+		elif command -v update-rc.d >/dev/null; then
+			"${sudo[@]}" update-rc.d containerd disable >/dev/null 2>&1 || true
+		fi
+	fi
 	if [[ " ${missing[*]} " == *" frr "* ]]; then
 		log "disabling the frr package's own frr service"
 		if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null; then
@@ -103,35 +116,44 @@ else
 fi
 [[ -x /usr/bin/etcd ]] || die "/usr/bin/etcd missing after installing etcd-server"
 [[ -x /usr/lib/frr/bgpd && -x /usr/lib/frr/zebra && -x /usr/bin/vtysh ]] || die "FRR (/usr/lib/frr/bgpd, zebra, /usr/bin/vtysh) missing after installing frr"
+[[ -x /usr/bin/containerd && -x /usr/bin/ctr && -x /usr/sbin/runc ]] || die "containerd, ctr or runc missing after installing containerd and runc"
 
 # ---------------------------------------------------------------------------
 # kube-apiserver: the current version and the oldest supported one;
 # kube-proxy: the current version
 # ---------------------------------------------------------------------------
-# build_k8s NAME VERSION: builds k8s.io/kubernetes/cmd/NAME (kube-apiserver,
-# kube-proxy) of VERSION from its tools module (KUBE_TOOLS) into the cache,
-# unless it is there already.
+# build_k8s VERSION NAME...: builds k8s.io/kubernetes/cmd/NAME (kube-apiserver,
+# kubelet, ...) of VERSION from its tools module (KUBE_TOOLS) into the cache as
+# NAME-VERSION, those that are not there yet, in one go build (they share most
+# of their packages).
 build_k8s() {
-	local name="$1" version="$2"
-	local binary="${cache}/${name}-${version}"
+	local version="$1"
+	shift
 	local tools_dir="${here}/${KUBE_TOOLS[$version]:-}"
-	if [[ -x "$binary" ]]; then
-		log "${name} ok (${binary})"
-		return
-	fi
+	local missing=() name
+	for name in "$@"; do
+		if [[ -x "${cache}/${name}-${version}" ]]; then
+			log "${name} ok (${cache}/${name}-${version})"
+		else
+			missing+=("$name")
+		fi
+	done
+	((${#missing[@]} > 0)) || return 0
 
 	[[ "$version" =~ ^v([0-9]+)\.([0-9]+)\.[0-9]+$ ]] || die "bad Kubernetes version ${version} in kube-versions.sh"
 	local major="${BASH_REMATCH[1]}" minor="${BASH_REMATCH[2]}"
 	# A tools module that pins another version would build the wrong
-	# binary under this name.
+	# binaries under these names.
 	grep -qxF "require k8s.io/kubernetes ${version}" "${tools_dir}/go.mod" 2>/dev/null ||
 		die "${tools_dir}/go.mod does not require k8s.io/kubernetes ${version} (see KUBE_TOOLS in kube-versions.sh)"
-	command -v go >/dev/null || die "go not found in PATH (needed to build ${name})"
+	command -v go >/dev/null || die "go not found in PATH (needed to build ${missing[*]})"
 	mkdir -p "$cache"
-	tmp="$(mktemp "${binary}.tmp.XXXXXX")"
-	trap 'rm -f "$tmp"' EXIT
+	tmp="$(mktemp -d "${cache}/build.tmp.XXXXXX")"
+	trap 'rm -rf "$tmp"' EXIT
 
-	log "building ${name} ${version} from ${tools_dir#"${here}/"} (takes several minutes on a cold cache) ..."
+	local pkgs=()
+	for name in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/${name}"); done
+	log "building ${missing[*]} ${version} from ${tools_dir#"${here}/"} (takes several minutes on a cold cache) ..."
 	local start=$SECONDS
 	# GONOSUMDB=k8s.io: the checksum database does not answer for some k8s.io
 	# modules; go.sum in the tools module pins them instead. Scoped to this
@@ -142,18 +164,49 @@ build_k8s() {
 		GOWORK=off GONOSUMDB=k8s.io go build \
 			-mod=readonly -buildvcs=false -trimpath \
 			-ldflags "-X k8s.io/component-base/version.gitVersion=${version} -X k8s.io/component-base/version.gitMajor=${major} -X k8s.io/component-base/version.gitMinor=${minor}" \
-			-o "$tmp" "k8s.io/kubernetes/cmd/${name}"
+			-o "$tmp/" "${pkgs[@]}"
 	)
-	chmod 755 "$tmp"
-	mv -f "$tmp" "$binary"
+	for name in "${missing[@]}"; do
+		chmod 755 "$tmp/$name"
+		mv -f "$tmp/$name" "${cache}/${name}-${version}"
+	done
+	rm -rf "$tmp"
 	trap - EXIT
-	log "${name} ${version} built in $((SECONDS - start))s (${binary})"
+	log "${missing[*]} ${version} built in $((SECONDS - start))s (${cache})"
 }
 
-build_k8s kube-apiserver "$KUBE_VERSION"
-build_k8s kube-apiserver "$KUBE_OLDEST_VERSION"
-# kube-proxy only in the current version: the traffic tests run it.
-build_k8s kube-proxy "$KUBE_VERSION"
+# The current version: the control plane, the node components (the tests run
+# kube-proxy in network namespaces; the real cluster of test/realcluster runs
+# all of them) and kubectl. The oldest supported version: kube-apiserver only,
+# for the CRD and install tests.
+build_k8s "$KUBE_VERSION" kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
+build_k8s "$KUBE_OLDEST_VERSION" kube-apiserver
+
+# ---------------------------------------------------------------------------
+# Helm CLI: the real-cluster tests install Herald with `helm install`
+# ---------------------------------------------------------------------------
+helm_dir="${here}/tools-helm"
+helm_version="$(sed -n 's/^require helm.sh\/helm\/v3 //p' "${helm_dir}/go.mod")"
+[[ -n "$helm_version" ]] || die "${helm_dir}/go.mod does not require helm.sh/helm/v3"
+helm_bin="${cache}/helm-${helm_version}"
+if [[ -x "$helm_bin" ]]; then
+	log "helm ok (${helm_bin})"
+else
+	log "building helm ${helm_version} ..."
+	start=$SECONDS
+	tmp="$(mktemp "${helm_bin}.tmp.XXXXXX")"
+	trap 'rm -f "$tmp"' EXIT
+	(
+		cd "$helm_dir"
+		GOWORK=off go build -mod=readonly -buildvcs=false -trimpath \
+			-ldflags "-X helm.sh/helm/v3/internal/version.version=${helm_version}" \
+			-o "$tmp" helm.sh/helm/v3/cmd/helm
+	)
+	chmod 755 "$tmp"
+	mv -f "$tmp" "$helm_bin"
+	trap - EXIT
+	log "helm ${helm_version} built in $((SECONDS - start))s (${helm_bin})"
+fi
 
 # ---------------------------------------------------------------------------
 # Reference CNI plugins (bridge, loopback, host-local)
