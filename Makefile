@@ -7,16 +7,19 @@ OUTPUT        := _output
 BIN           := $(OUTPUT)/bin
 HERALD_CACHE  ?= $(HOME)/.cache/herald
 export HERALD_CACHE
-# The development cluster of `make cluster-up` and `make demo`.
+# The development control plane of `make cluster-up` and `make demo-netns`.
 CLUSTER_DIR   ?= $(OUTPUT)/demo
 HERALD_APISERVER_PORT ?= 16443
 HERALD_ETCD_PORT      ?= 12379
 export CLUSTER_DIR HERALD_APISERVER_PORT HERALD_ETCD_PORT
+# The real cluster of `make realcluster-up` and `make demo` (test/realcluster).
+REALCLUSTER_DIR ?= $(OUTPUT)/realcluster
 # The oldest Kubernetes Herald supports; its kube-apiserver is built by `make tools` too.
 OLDEST_KUBE_VERSION := $(shell sed -n 's/^KUBE_OLDEST_VERSION=//p' install/dev/kube-versions.sh)
 
-.PHONY: all build test test-unit test-integration kernel-check generate verify-generate lint fuzz demo \
-        cluster-up cluster-down bench-alloc bench-failover bench-ipam bench-l2 bench-bgp manifests demo-down tools clean
+.PHONY: all build test test-unit test-integration test-realcluster kernel-check generate verify-generate lint fuzz demo \
+        cluster-up cluster-down realcluster-up realcluster-down demo-netns bench-alloc bench-failover bench-ipam bench-l2 \
+        bench-bgp bench-realcluster manifests demo-down tools clean
 
 all: build
 
@@ -61,7 +64,7 @@ fuzz:
 ## Everything runs against the current kube-apiserver; the CRDs, the install manifests and one
 ## LB IPAM smoke test (a pool, a Service, its IP) run against the oldest supported one too.
 test-integration: tools build
-	$(GO) test -race -count=1 -timeout 40m ./bpf/... ./test/...
+	$(GO) test -race -count=1 -timeout 40m ./bpf/... $$($(GO) list ./test/... | grep -v /test/realcluster)
 	HERALD_KUBE_VERSION=$(OLDEST_KUBE_VERSION) $(GO) test -race -count=1 ./test/crdvalidation/ ./test/install/
 	HERALD_KUBE_VERSION=$(OLDEST_KUBE_VERSION) $(GO) test -race -count=1 ./test/lbipam/ -run '^TestServices$$'
 
@@ -70,7 +73,12 @@ test-integration: tools build
 kernel-check: tools
 	hack/kernel-check.sh
 
-test: tools lint verify-generate test-unit fuzz test-integration kernel-check
+## test-realcluster: Herald as users run it: a real cluster (kubelets, containerd, Herald's image,
+## helm install), test/realcluster (needs root). Alone: it is the machine's biggest load.
+test-realcluster: tools
+	$(GO) test -race -count=1 -timeout 30m ./test/realcluster/...
+
+test: tools lint verify-generate test-unit fuzz test-integration test-realcluster kernel-check
 
 cluster-up: tools
 	install/dev/cluster-up.sh $(CLUSTER_DIR)
@@ -78,11 +86,26 @@ cluster-up: tools
 cluster-down:
 	install/dev/cluster-down.sh $(CLUSTER_DIR)
 
-demo: tools build
+## demo: Herald as users run it: the real cluster, Herald installed with helm (install/dev/demo-cluster.sh).
+## demo-netns: the same story on agents run as host processes next to a bare API server.
+demo: tools
+	install/dev/demo-cluster.sh $(REALCLUSTER_DIR)
+
+demo-netns: tools build
 	install/dev/demo.sh
+
+## realcluster-up / realcluster-down: the real cluster of test/realcluster in $(REALCLUSTER_DIR)
+## (Documentation/real-cluster.md), without Herald.
+realcluster-up: tools
+	$(GO) run ./test/realcluster/cmd/herald-realcluster up $(REALCLUSTER_DIR)
+
+realcluster-down:
+	$(GO) run ./test/realcluster/cmd/herald-realcluster down $(REALCLUSTER_DIR)
+
 
 demo-down:
 	install/dev/demo-down.sh
+	$(GO) run ./test/realcluster/cmd/herald-realcluster down $(REALCLUSTER_DIR)
 
 bench-alloc: tools build
 	hack/bench-alloc.sh
@@ -103,6 +126,11 @@ bench-ipam: tools build
 ## bench-l2: failover times, ARP reply latency and Lease API load on namespaces (needs root).
 bench-l2: tools build
 	hack/bench-l2.sh
+
+## bench-realcluster: on the real cluster: pod create -> Running (herald-ipam and host-local), Service
+## create -> first curl, the agent's RSS and CPU idle and under churn, L2 failover (20 trials each).
+bench-realcluster: tools
+	HERALD_REALCLUSTER_TRIALS=20 $(GO) test -count=1 -timeout 60m ./test/realcluster/e2e/ -run '^$$' -bench BenchmarkRealCluster -benchtime 1x -v
 
 ## bench-bgp: Service -> route in FRR latency, 1000 Services, node loss (needs root; about 10 minutes).
 bench-bgp: tools build

@@ -1,0 +1,554 @@
+package realcluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/heraldlb/herald/test/cluster"
+	"github.com/heraldlb/herald/test/netlab"
+	"github.com/heraldlb/herald/test/realcluster/images"
+)
+
+// Options say what cluster to bring up.
+type Options struct {
+	// Nodes is the number of nodes (at least 1; 3 by default).
+	Nodes int
+	// SandboxImage is the pause image the runtimes use (it must be among
+	// Images).
+	SandboxImage string
+	// Images are image tarballs (docker-archive) loaded into every node's
+	// runtime: nothing can be pulled.
+	Images []string
+	// CNIConflist is the network configuration put into every node's
+	// /etc/cni/net.d (nil: none; nodes are NotReady until one is there).
+	CNIConflist []byte
+	// Log receives progress lines (nil: none).
+	Log func(format string, args ...any)
+}
+
+// Cluster is a running cluster.
+type Cluster struct {
+	Dir        string
+	Kubeconfig string // the administrator's (system:masters)
+	Server     string
+	RESTConfig *rest.Config
+	Client     kubernetes.Interface
+	Nodes      []*Node
+	// ClientHost and RouterHost are hosts of the LAN without Kubernetes:
+	// where a user's traffic comes from, and where a BGP router runs.
+	ClientHost *netlab.Host
+	RouterHost *netlab.Host
+	Kubectl    string
+	Helm       string
+
+	p     paths
+	bin   binaries
+	cp    controlPlane
+	state state
+}
+
+// state is what Down and Open need to know of a cluster that is up.
+type state struct {
+	Nodes     []string          `json:"nodes"`
+	EtcdPort  int               `json:"etcdPort"`
+	KCMPort   int               `json:"kcmPort"`
+	SchedPort int               `json:"schedPort"`
+	Sysctls   map[string]string `json:"sysctls"` // host values before the kubelets changed them
+}
+
+// kubeletSysctls are the host-wide kernel settings every kubelet sets at
+// start (it cannot set them per node). Down puts back what was there.
+var kubeletSysctls = []string{"vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"}
+
+// Up brings a cluster up in dir (created; an earlier cluster there, or
+// one left by an interrupted run, is torn down first).
+func Up(ctx context.Context, dir string, o Options) (*Cluster, error) {
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.Log == nil {
+		o.Log = func(string, ...any) {}
+	}
+	bin, err := findBinaries()
+	if err != nil {
+		return nil, err
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := Down(dir); err != nil {
+		return nil, fmt.Errorf("realcluster: tearing down what was in %s: %w", dir, err)
+	}
+	c := &Cluster{Dir: dir, p: paths{dir: dir}, bin: bin}
+	c.state.Nodes = NodeNames(o.Nodes)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Cluster, error) {
+		if derr := Down(dir); derr != nil {
+			err = errors.Join(err, derr)
+		}
+		return nil, err
+	}
+
+	start := time.Now()
+	lan, err := netlab.New(Prefix, LAN)
+	if err != nil {
+		return nil, err
+	}
+	if err := lan.EnableIPv6(LAN6); err != nil {
+		return nil, err
+	}
+	if err := lan.Setup(c.state.Nodes...); err != nil {
+		return fail(fmt.Errorf("realcluster: LAN: %w", err))
+	}
+	if _, err := lan.Add(ClientHost, clientN); err != nil {
+		return fail(err)
+	}
+	if _, err := lan.Add(RouterHost, routerN); err != nil {
+		return fail(err)
+	}
+	for _, name := range c.state.Nodes {
+		if err := routeServices(lan.Host(name).Netns, lan.RootIP()); err != nil {
+			return fail(err)
+		}
+	}
+	c.state.Sysctls = map[string]string{}
+	for _, s := range kubeletSysctls {
+		if b, err := os.ReadFile("/proc/sys/" + s); err == nil {
+			c.state.Sysctls[s] = strings.TrimSpace(string(b))
+		}
+	}
+	if c.state.EtcdPort, err = freePorts(2); err != nil {
+		return fail(err)
+	}
+	if c.state.KCMPort, err = freePorts(1); err != nil {
+		return fail(err)
+	}
+	if c.state.SchedPort, err = freePorts(1); err != nil {
+		return fail(err)
+	}
+	if err := c.saveState(); err != nil {
+		return fail(err)
+	}
+	if err := c.load(lan); err != nil {
+		return fail(err)
+	}
+
+	o.Log("control plane")
+	if err := c.ensurePKI(); err != nil {
+		return fail(err)
+	}
+	if err := c.startControlPlane(ctx); err != nil {
+		return fail(err)
+	}
+	if err := c.connect(); err != nil {
+		return fail(err)
+	}
+	for _, n := range c.Nodes {
+		o.Log("node %s: namespaces, containerd", n.Name)
+		if err := c.prepareNode(ctx, n, o); err != nil {
+			return fail(err)
+		}
+	}
+	for _, n := range c.Nodes {
+		o.Log("node %s: loading %d images", n.Name, len(o.Images))
+		for _, img := range o.Images {
+			if err := c.LoadImage(ctx, n, img); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	for _, n := range c.Nodes {
+		o.Log("node %s: kubelet, kube-proxy", n.Name)
+		if err := n.StartKubelet(ctx); err != nil {
+			return fail(err)
+		}
+		if err := n.StartKubeProxy(ctx); err != nil {
+			return fail(err)
+		}
+	}
+	if err := c.waitNodesRegistered(ctx); err != nil {
+		return fail(err)
+	}
+	o.Log("up in %s", time.Since(start).Round(100*time.Millisecond))
+	return c, nil
+}
+
+// Open returns the cluster that is up in dir.
+func Open(dir string) (*Cluster, error) {
+	bin, err := findBinaries()
+	if err != nil {
+		return nil, err
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Dir: dir, p: paths{dir: dir}, bin: bin}
+	b, err := os.ReadFile(c.p.state())
+	if err != nil {
+		return nil, fmt.Errorf("realcluster: no cluster in %s: %w", dir, err)
+	}
+	if err := json.Unmarshal(b, &c.state); err != nil {
+		return nil, err
+	}
+	lan, err := netlab.New(Prefix, LAN)
+	if err != nil {
+		return nil, err
+	}
+	if err := lan.EnableIPv6(LAN6); err != nil {
+		return nil, err
+	}
+	// The hosts are there already: only their addresses are needed.
+	if err := c.load(lan); err != nil {
+		return nil, err
+	}
+	if err := c.connect(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// load fills in what follows from the state and the layout.
+func (c *Cluster) load(lan *netlab.LAN) error {
+	c.cp = controlPlane{p: c.p, bin: c.bin, apiAddr: lan.RootIP(), etcdPort: c.state.EtcdPort, kcmPort: c.state.KCMPort, schedPort: c.state.SchedPort}
+	c.Server = c.cp.server()
+	c.Kubeconfig = c.p.adminKubeconfig()
+	c.Kubectl, c.Helm = c.bin.kubectl, c.bin.helm
+	c.Nodes = nil
+	for i, name := range c.state.Nodes {
+		h := lan.Host(name)
+		ip, ip6 := hostAddr(LAN, 11+i), hostAddr(LAN6, 11+i)
+		netns := Prefix + name
+		if h != nil {
+			ip, ip6, netns = h.IP, h.IP6, h.Netns
+		}
+		c.Nodes = append(c.Nodes, &Node{
+			Name: name, IP: ip, IP6: ip6, Netns: netns, Dir: c.p.node(name),
+			MountNS: c.p.mountNS(name), Cgroup: c.p.nodeCgroup(name),
+			bin: c.bin, server: c.Server, pki: c.p.pki(),
+		})
+	}
+	c.ClientHost = &netlab.Host{Name: ClientHost, Netns: Prefix + ClientHost, IP: hostAddr(LAN, clientN), IP6: hostAddr(LAN6, clientN)}
+	c.RouterHost = &netlab.Host{Name: RouterHost, Netns: Prefix + RouterHost, IP: hostAddr(LAN, routerN), IP6: hostAddr(LAN6, routerN)}
+	return nil
+}
+
+func hostAddr(p netip.Prefix, n int) netip.Addr {
+	if p.Addr().Is4() {
+		b := p.Addr().As4()
+		b[3] = byte(n)
+		return netip.AddrFrom4(b)
+	}
+	b := p.Addr().As16()
+	b[15] = byte(n)
+	return netip.AddrFrom16(b)
+}
+
+func (c *Cluster) saveState() error {
+	b, err := json.MarshalIndent(c.state, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(c.p.state(), b, 0o644)
+}
+
+func (c *Cluster) ensurePKI() error {
+	clients := []identity{
+		{file: "admin", user: "herald-admin", groups: []string{"system:masters"}},
+		{file: "kube-controller-manager", user: "system:kube-controller-manager"},
+		{file: "kube-scheduler", user: "system:kube-scheduler"},
+		{file: "kube-proxy", user: "system:kube-proxy"},
+		{file: "apiserver-kubelet-client", user: "kube-apiserver-kubelet-client", groups: []string{"system:masters"}},
+	}
+	for _, n := range c.state.Nodes {
+		clients = append(clients, identity{file: "kubelet-" + n, user: "system:node:" + n, groups: []string{"system:nodes"}})
+	}
+	names := []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost"}
+	ips := []net.IP{net.IP(c.cp.apiAddr.AsSlice()), net.IP(ServiceCIDR.Addr().Next().AsSlice()), net.IPv4(127, 0, 0, 1)}
+	k := c.p.pki()
+	if err := k.ensure(names, ips, clients); err != nil {
+		return err
+	}
+	for _, who := range []string{"admin", "kube-controller-manager", "kube-scheduler"} {
+		if err := writeKubeconfig(c.p.kubeconfig(who), c.Server, k, who); err != nil {
+			return err
+		}
+	}
+	for _, n := range c.state.Nodes {
+		nd := c.p.node(n)
+		if err := writeKubeconfig(filepath.Join(nd, "kubelet.kubeconfig"), c.Server, k, "kubelet-"+n); err != nil {
+			return err
+		}
+		if err := writeKubeconfig(filepath.Join(nd, "kube-proxy.kubeconfig"), c.Server, k, "kube-proxy"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) startControlPlane(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	health := map[string]string{
+		"kube-apiserver":          c.Server + "/readyz",
+		"kube-controller-manager": fmt.Sprintf("https://127.0.0.1:%d/healthz", c.cp.kcmPort),
+		"kube-scheduler":          fmt.Sprintf("https://127.0.0.1:%d/healthz", c.cp.schedPort),
+	}
+	for _, d := range c.cp.daemons() {
+		if err := d.start(); err != nil {
+			return err
+		}
+		if d.name == "etcd" {
+			if err := waitEtcd(cctx, d, c.cp.etcdPort); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := waitHealthy(cctx, d, health[d.name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitEtcd(ctx context.Context, d daemon, port int) error {
+	url := fmt.Sprintf("http://127.0.0.1:%d/health", port)
+	for {
+		out, err := exec.CommandContext(ctx, "curl", "-fsS", "--max-time", "2", url).Output()
+		if err == nil && bytes.Contains(out, []byte(`"health":"true"`)) {
+			return nil
+		}
+		if _, ok := d.pid(); !ok {
+			return fmt.Errorf("etcd exited:\n%s", tailFile(d.Log(), 30))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("etcd not healthy:\n%s", tailFile(d.Log(), 30))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) connect() error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	c.RESTConfig = cfg
+	c.Client, err = kubernetes.NewForConfig(cfg)
+	return err
+}
+
+// prepareNode makes a node's cgroups, mount namespace and configuration,
+// and starts its containerd.
+func (c *Cluster) prepareNode(ctx context.Context, n *Node, o Options) error {
+	if err := ensureCgroup(n.Cgroup + "/system"); err != nil {
+		return err
+	}
+	if err := n.setupMounts(c.p.nsDir()); err != nil {
+		return err
+	}
+	if err := n.writeConfigs(o.SandboxImage, o.CNIConflist); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return n.StartContainerd(cctx)
+}
+
+// LoadImage imports an image tarball into a node's runtime, where the
+// kubelet finds it.
+func (c *Cluster) LoadImage(ctx context.Context, n *Node, tarball string) error {
+	if err := images.Load(ctx, c.bin.ctr, n.ContainerdSocket(), tarball); err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+func (c *Cluster) waitNodesRegistered(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		nodes, err := c.Client.CoreV1().Nodes().List(cctx, metav1.ListOptions{})
+		if err == nil && len(nodes.Items) == len(c.Nodes) {
+			return nil
+		}
+		select {
+		case <-cctx.Done():
+			return fmt.Errorf("realcluster: nodes did not register: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// WaitNodesReady waits until every Node is Ready.
+func (c *Cluster) WaitNodesReady(ctx context.Context) error {
+	for {
+		nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		ready := 0
+		var why []string
+		if err == nil {
+			for _, n := range nodes.Items {
+				for _, cond := range n.Status.Conditions {
+					if cond.Type == corev1.NodeReady {
+						if cond.Status == corev1.ConditionTrue {
+							ready++
+						} else {
+							why = append(why, n.Name+": "+cond.Message)
+						}
+					}
+				}
+			}
+		}
+		if ready == len(c.Nodes) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("realcluster: %d of %d nodes Ready (%v; %s)", ready, len(c.Nodes), err, strings.Join(why, "; "))
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// Node returns a node by name (nil if none).
+func (c *Cluster) Node(name string) *Node {
+	for _, n := range c.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// Down tears down the cluster in dir, whatever state it is in, and
+// removes dir. Nothing there is fine.
+func Down(dir string) error {
+	p := paths{dir: dir}
+	var st state
+	if b, err := os.ReadFile(p.state()); err == nil {
+		_ = json.Unmarshal(b, &st)
+	}
+	var errs []error
+	names := st.Nodes
+	if entries, err := os.ReadDir(filepath.Join(dir, "nodes")); err == nil {
+		for _, e := range entries {
+			if !contains(names, e.Name()) {
+				names = append(names, e.Name())
+			}
+		}
+	}
+	for _, name := range names {
+		n := &Node{Name: name, Dir: p.node(name), MountNS: p.mountNS(name), Cgroup: p.nodeCgroup(name)}
+		if err := n.teardown(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	cp := controlPlane{p: p}
+	ds := cp.daemons()
+	for i := len(ds) - 1; i >= 0; i-- {
+		if err := ds[i].stop(10 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, netlab.Cleanup(Prefix)...)
+	for s, v := range st.Sysctls {
+		if err := os.WriteFile("/proc/sys/"+s, []byte(v), 0o644); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if mounted(p.nsDir()) {
+		if out, err := exec.Command("umount", p.nsDir()).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("umount %s: %w: %s", p.nsDir(), err, bytes.TrimSpace(out)))
+		}
+	}
+	if len(errs) == 0 {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// freePorts finds n consecutive free TCP ports on 127.0.0.1 and returns
+// the first.
+func freePorts(n int) (int, error) {
+	for try := 0; try < 50; try++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		first := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		ok := true
+		for i := 1; i < n; i++ {
+			l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(first+i))
+			if err != nil {
+				ok = false
+				break
+			}
+			l2.Close()
+		}
+		if ok {
+			return first, nil
+		}
+	}
+	return 0, errors.New("realcluster: no free ports on 127.0.0.1")
+}
+
+// RepoRoot is the root of Herald's source tree.
+func RepoRoot() string { return cluster.RepoRoot() }
+
+// routeServices turns IPv6 on for the node's new devices and gives it
+// routes to the ClusterIP ranges. A node needs
+// a route to a ClusterIP for kube-proxy's NAT to see its packets at all;
+// real nodes have a default route, these only the LAN (nothing may leave
+// the machine), so the ranges go via the control plane's address (IPv6:
+// on the LAN). kube-proxy rewrites every packet to a Service with
+// endpoints before it is sent.
+func routeServices(netns string, via netip.Addr) error {
+	// New devices (the pods' bridge and veths) get IPv6, as on any host;
+	// the LAN keeps its quiet eth0 (no router solicitations, no DAD).
+	if out, err := exec.Command("ip", "netns", "exec", netns, "sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=0").CombinedOutput(); err != nil {
+		return fmt.Errorf("sysctl in %s: %w: %s", netns, err, bytes.TrimSpace(out))
+	}
+	for _, args := range [][]string{
+		{"-n", netns, "route", "replace", ServiceCIDR.String(), "via", via.String()},
+		{"-n", netns, "-6", "route", "replace", ServiceCIDR6.String(), "dev", "eth0"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip %v: %w: %s", args, err, bytes.TrimSpace(out))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package realcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+)
+
+// The control plane runs in the root network namespace: etcd, the
+// controller-manager and the scheduler on loopback, kube-apiserver on the
+// LAN's .1, where the nodes reach it. One of each, as a single
+// control-plane node runs them (no leader election).
+
+// controlPlane knows how to run the control plane's daemons.
+type controlPlane struct {
+	p         paths
+	bin       binaries
+	apiAddr   netip.Addr
+	etcdPort  int // client port on 127.0.0.1; the peer port is the next one
+	kcmPort   int // secure ports on 127.0.0.1
+	schedPort int
+}
+
+func (c controlPlane) server() string {
+	return "https://" + net.JoinHostPort(c.apiAddr.String(), strconv.Itoa(APIServerPort))
+}
+
+func (c controlPlane) etcd() daemon {
+	url := fmt.Sprintf("http://127.0.0.1:%d", c.etcdPort)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", c.etcdPort+1)
+	return daemon{name: "etcd", dir: c.p.controlPlane(), argv: []string{
+		c.bin.etcd, "--name=herald", "--data-dir=" + c.p.controlPlane() + "/etcd",
+		"--listen-client-urls=" + url, "--advertise-client-urls=" + url,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=herald=" + peer, "--initial-cluster-state=new",
+		"--listen-metrics-urls=", "--logger=zap", "--log-outputs=stderr",
+	}}
+}
+
+func (c controlPlane) apiserver() daemon {
+	k := c.p.pki()
+	return daemon{name: "kube-apiserver", dir: c.p.controlPlane(), argv: []string{
+		c.bin.apiserver,
+		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", c.etcdPort),
+		"--bind-address=" + c.apiAddr.String(), "--advertise-address=" + c.apiAddr.String(),
+		"--secure-port=" + strconv.Itoa(APIServerPort),
+		"--tls-cert-file=" + k.Cert("apiserver"), "--tls-private-key-file=" + k.Key("apiserver"),
+		"--client-ca-file=" + k.CA(),
+		"--kubelet-client-certificate=" + k.Cert("apiserver-kubelet-client"),
+		"--kubelet-client-key=" + k.Key("apiserver-kubelet-client"),
+		// Nodes have no DNS names: logs, exec and port-forward go to
+		// their addresses.
+		"--kubelet-preferred-address-types=InternalIP",
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file=" + k.path("sa.pub"),
+		"--service-account-signing-key-file=" + k.Key("sa"),
+		// Node: each kubelet may touch only its own Node and Pods;
+		// RBAC: the chart's roles are what the agents get.
+		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction",
+		"--allow-privileged=true",
+		"--service-cluster-ip-range=" + ServiceCIDR.String() + "," + ServiceCIDR6.String(),
+		"--profiling=false",
+	}}
+}
+
+func (c controlPlane) controllerManager() daemon {
+	k := c.p.pki()
+	kc := c.p.kubeconfig("kube-controller-manager")
+	return daemon{name: "kube-controller-manager", dir: c.p.controlPlane(), argv: []string{
+		c.bin.controllerManager,
+		"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(c.kcmPort),
+		"--leader-elect=false",
+		// Every controller with its own service account, as kubeadm runs it.
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + k.Key("sa"),
+		"--root-ca-file=" + k.CA(),
+		"--cluster-signing-cert-file=" + k.CA(), "--cluster-signing-key-file=" + k.Key("ca"),
+		// Pod CIDRs are Herald's (multi-pool IPAM), not the controller's.
+		"--allocate-node-cidrs=false",
+		"--service-cluster-ip-range=" + ServiceCIDR.String() + "," + ServiceCIDR6.String(),
+		"--profiling=false",
+	}}
+}
+
+func (c controlPlane) scheduler() daemon {
+	kc := c.p.kubeconfig("kube-scheduler")
+	return daemon{name: "kube-scheduler", dir: c.p.controlPlane(), argv: []string{
+		c.bin.scheduler,
+		"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(c.schedPort),
+		"--leader-elect=false", "--profiling=false",
+	}}
+}
+
+// daemons in start order.
+func (c controlPlane) daemons() []daemon {
+	return []daemon{c.etcd(), c.apiserver(), c.controllerManager(), c.scheduler()}
+}
+
+// waitHealthy polls an HTTPS health endpoint (any certificate: only the
+// answer matters) until it answers 200, or the daemon exits.
+func waitHealthy(ctx context.Context, d daemon, url string) error {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	var last error
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		last = err
+		if _, ok := d.pid(); !ok {
+			return fmt.Errorf("%s exited:\n%s", d.name, tailFile(d.Log(), 30))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not healthy: %v\n%s", d.name, last, tailFile(d.Log(), 30))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,291 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// BenchmarkRealCluster measures, on the real cluster, side by side in one
+// run (make bench-realcluster; figures in Documentation/benchmarks.md):
+//   - pod create -> Running with herald-ipam and with host-local on the
+//     same nodes, interleaved rounds;
+//   - Service create -> the first successful curl through its IP;
+//   - the agents' RSS and CPU, idle and while 200 pods come and go;
+//   - L2 failover after kubectl delete pod and kill -9 of the owner's
+//     agent (HERALD_REALCLUSTER_TRIALS, 20 with make bench-realcluster).
+func BenchmarkRealCluster(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		benchPodStartup(b)
+		benchServiceToCurl(b)
+		benchAgentResources(b)
+		times := l2Failover(b)
+		for name, ds := range times {
+			b.Logf("L2 failover after %s: %d trials, p50 %s, p99 %s, max %s", name, len(ds),
+				ms(percentile(ds, 50)), ms(percentile(ds, 99)), ms(percentile(ds, 100)))
+		}
+	}
+}
+
+func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }
+
+// hostLocalConflist is the same bridge network with host-local, one
+// subnet per node: written with a name containerd prefers, it replaces
+// Herald's network for new pods until removed.
+func hostLocalConflist(i int) string {
+	return fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": "hostlocal",
+  "plugins": [{
+    "type": "bridge", "bridge": "cni1", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+    "ipam": {"type": "host-local", "ranges": [[{"subnet": "198.18.%d.0/24"}], [{"subnet": "fd00:18:%d::/64"}]]}
+  }]
+}`, 48+i, 48+i)
+}
+
+// useIPAM switches every node's network for new pods between herald-ipam
+// and host-local, and waits until a new pod gets an address of the one
+// chosen.
+func useIPAM(b testing.TB, hostLocal bool, ns string) {
+	b.Helper()
+	for i, n := range cl.Nodes {
+		path := n.HostPath("/etc/cni/net.d/05-hostlocal.conflist")
+		if hostLocal {
+			if err := os.WriteFile(path, []byte(hostLocalConflist(i)), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		} else if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			b.Fatal(err)
+		}
+	}
+	want := defaultPool4
+	if hostLocal {
+		want = netip.MustParsePrefix("198.18.48.0/20")
+	}
+	waitFor(b, timeout, func() (bool, string) {
+		pods := runPods(b, ns, "probe", 1)
+		defer deletePods(b, ns, "probe")
+		a := podAddrs(pods[0].pod)
+		return len(a) > 0 && want.Contains(a[0]), fmt.Sprintf("a new pod got %v, want an address of %s", a, want)
+	})
+}
+
+type startedPod struct {
+	pod  corev1.Pod
+	took time.Duration
+}
+
+// runPods creates n backend pods one after the other, each once the one
+// before runs, and returns them with their create -> Running times.
+func runPods(b testing.TB, ns, name string, n int) []startedPod {
+	b.Helper()
+	ctx := context.Background()
+	var out []startedPod
+	for i := 0; i < n; i++ {
+		tmpl := backendPod(map[string]string{"bench": name}, nil)
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i), Namespace: ns, Labels: tmpl.Labels}, Spec: tmpl.Spec}
+		p.Spec.Containers[0].ReadinessProbe = nil
+		w, err := cl.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + p.Name})
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := cl.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		var running *corev1.Pod
+		deadline := time.After(timeout)
+		for running == nil {
+			select {
+			case ev := <-w.ResultChan():
+				if pod, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted && pod.Status.Phase == corev1.PodRunning {
+					running = pod
+				}
+			case <-deadline:
+				b.Fatalf("pod %s/%s not Running after %s%s", ns, p.Name, timeout, podEvents(ns))
+			}
+		}
+		w.Stop()
+		out = append(out, startedPod{pod: *running, took: time.Since(start)})
+	}
+	return out
+}
+
+func deletePods(b testing.TB, ns, name string) {
+	b.Helper()
+	ctx := context.Background()
+	if err := cl.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{LabelSelector: "bench=" + name}); err != nil {
+		b.Fatal(err)
+	}
+	waitFor(b, timeout, func() (bool, string) {
+		l, err := cl.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "bench=" + name})
+		return err == nil && len(l.Items) == 0, fmt.Sprintf("pods bench=%s left: %v", name, err)
+	})
+}
+
+// benchPodStartup: pod create -> Running, herald-ipam and host-local in
+// interleaved rounds of 20 pods each.
+func benchPodStartup(b *testing.B) {
+	ns := newNamespace(b, "startup", nil)
+	results := map[string][]time.Duration{}
+	const rounds, perRound = 3, 20
+	for r := 0; r < rounds; r++ {
+		for _, hostLocal := range []bool{false, true} {
+			name := "herald-ipam"
+			if hostLocal {
+				name = "host-local"
+			}
+			useIPAM(b, hostLocal, ns)
+			for _, p := range runPods(b, ns, "startup", perRound) {
+				results[name] = append(results[name], p.took)
+			}
+			deletePods(b, ns, "startup")
+		}
+	}
+	useIPAM(b, false, ns)
+	for _, name := range []string{"herald-ipam", "host-local"} {
+		ds := results[name]
+		b.Logf("pod create -> Running with %s: %d pods (%d rounds of %d, interleaved), p50 %s, p99 %s, max %s",
+			name, len(ds), rounds, perRound, ms(percentile(ds, 50)), ms(percentile(ds, 99)), ms(percentile(ds, 100)))
+	}
+}
+
+// benchServiceToCurl: Service create -> the first curl through its IP
+// that a pod answers, 20 times.
+func benchServiceToCurl(b *testing.B) {
+	ns := newNamespace(b, "svc2curl", nil)
+	deployBackend(b, ns, "s2c", 3, nil)
+	ctx := context.Background()
+	var ds []time.Duration
+	for i := 0; i < 20; i++ {
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "s2c", Namespace: ns},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "s2c"},
+				Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstrPort()}}},
+		}
+		start := time.Now()
+		if _, err := cl.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		var vip netip.Addr
+		for time.Since(start) < timeout {
+			if !vip.IsValid() {
+				s, err := cl.Client.CoreV1().Services(ns).Get(ctx, "s2c", metav1.GetOptions{})
+				if err == nil && len(s.Status.LoadBalancer.Ingress) > 0 {
+					vip, _ = netip.ParseAddr(s.Status.LoadBalancer.Ingress[0].IP)
+				}
+			}
+			if vip.IsValid() {
+				if answer, err := curlVIPQuick(vip); err == nil && strings.HasPrefix(answer, "s2c-") {
+					break
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		ds = append(ds, time.Since(start))
+		if err := cl.Client.CoreV1().Services(ns).Delete(ctx, "s2c", metav1.DeleteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		waitFor(b, timeout, func() (bool, string) {
+			_, err := cl.Client.CoreV1().Services(ns).Get(ctx, "s2c", metav1.GetOptions{})
+			return err != nil, "Service s2c not deleted yet"
+		})
+		time.Sleep(time.Second) // the old IP's announcement goes
+	}
+	b.Logf("Service create -> first curl through its IP: %d trials, p50 %s, p99 %s, max %s", len(ds), ms(percentile(ds, 50)), ms(percentile(ds, 99)), ms(percentile(ds, 100)))
+}
+
+// agentUsage is one agent process's resident memory and CPU time so far.
+type agentUsage struct {
+	rss  int64 // bytes
+	cpu  time.Duration
+	node string
+}
+
+func agentUsages(b testing.TB) []agentUsage {
+	b.Helper()
+	var out []agentUsage
+	tick := float64(100) // USER_HZ
+	for _, n := range cl.Nodes {
+		pids := n.Processes("herald-agent")
+		if len(pids) != 1 {
+			b.Fatalf("herald-agent processes on %s: %v", n.Name, pids)
+		}
+		u := agentUsage{node: n.Name}
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pids[0]))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				u.rss = kb * 1024
+			}
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pids[0]))
+		if err != nil {
+			b.Fatal(err)
+		}
+		f := strings.Fields(string(stat)[strings.LastIndexByte(string(stat), ')')+2:])
+		ut, _ := strconv.ParseFloat(f[11], 64)
+		st, _ := strconv.ParseFloat(f[12], 64)
+		u.cpu = time.Duration((ut + st) / tick * float64(time.Second))
+		out = append(out, u)
+	}
+	return out
+}
+
+// benchAgentResources: the agents' RSS and CPU over 60 s of idle, then
+// while 200 pods are created and deleted.
+func benchAgentResources(b *testing.B) {
+	report := func(what string, before, after []agentUsage, d time.Duration) {
+		for i := range after {
+			b.Logf("agent on %s, %s: RSS %.1f MiB, CPU %s over %s (%.1f%% of a core)", after[i].node, what,
+				float64(after[i].rss)/(1<<20), ms(after[i].cpu-before[i].cpu), d.Round(time.Second),
+				100*float64(after[i].cpu-before[i].cpu)/float64(d))
+		}
+	}
+	before, start := agentUsages(b), time.Now()
+	time.Sleep(time.Minute)
+	report("idle", before, agentUsages(b), time.Since(start))
+
+	ns := newNamespace(b, "benchchurn", nil)
+	deployBackend(b, ns, "bc", 0, nil)
+	ctx := context.Background()
+	before, start = agentUsages(b), time.Now()
+	var peak sync.Map
+	scale := func(n int) {
+		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)
+		if _, err := cl.Client.AppsV1().Deployments(ns).Patch(ctx, "bc", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	scale(200)
+	waitPodsReady(b, ns, "app=bc", 200)
+	for _, u := range agentUsages(b) {
+		peak.Store(u.node, u.rss)
+	}
+	scale(0)
+	waitFor(b, timeout, func() (bool, string) {
+		l, err := cl.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=bc"})
+		return err == nil && len(l.Items) == 0, "churn pods left"
+	})
+	after := agentUsages(b)
+	for i := range after {
+		if v, ok := peak.Load(after[i].node); ok {
+			after[i].rss = max(after[i].rss, v.(int64))
+		}
+	}
+	report("200 pods created and deleted (RSS: the higher of at 200 pods and at the end)", before, after, time.Since(start))
+}

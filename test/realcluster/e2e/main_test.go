@@ -1,0 +1,123 @@
+// Package e2e proves Herald as users run it, on the real cluster of
+// test/realcluster: three nodes with kubelets and containerd, Herald's
+// image loaded into each, installed with `helm install` from
+// install/helm/herald as a DaemonSet; pods created by the kubelets get
+// addresses through herald-ipam, Services get IPs that a client reaches
+// through kube-proxy, and the agents are deleted, killed, frozen, upgraded
+// and reinstalled under them. One cluster serves every test (bringing one
+// up takes about half a minute); tests check outcomes, never durations.
+//
+// Needs root. HERALD_REALCLUSTER_KEEP=1 leaves the cluster up after the
+// run (in HERALD_REALCLUSTER_DIR, or a temporary directory the run
+// prints), for a look with kubectl; HERALD_REALCLUSTER_REUSE=1 runs on the
+// cluster such a run left in HERALD_REALCLUSTER_DIR.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/heraldlb/herald/test/netlab"
+	"github.com/heraldlb/herald/test/realcluster"
+	"github.com/heraldlb/herald/test/realcluster/images"
+)
+
+// Shared by all tests; set up by TestMain.
+var (
+	cl    *realcluster.Cluster
+	built images.All
+	work  string
+)
+
+func TestMain(m *testing.M) {
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "realcluster: needs root (network and mount namespaces, cgroups, containerd)")
+		os.Exit(1)
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	unlock, err := netlab.Lock("realcluster")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "realcluster:", err)
+		return 1
+	}
+	defer unlock()
+	if work, err = os.MkdirTemp("", "herald-realcluster-"); err != nil {
+		fmt.Fprintln(os.Stderr, "realcluster:", err)
+		return 1
+	}
+	dir := os.Getenv("HERALD_REALCLUSTER_DIR")
+	if dir == "" {
+		dir = filepath.Join(work, "cluster")
+	}
+	keep := os.Getenv("HERALD_REALCLUSTER_KEEP") == "1"
+	defer func() {
+		if keep {
+			fmt.Fprintf(os.Stderr, "realcluster: left up in %s: export KUBECONFIG=%s\n", dir, filepath.Join(dir, "kubeconfig", "admin"))
+			return
+		}
+		if err := realcluster.Down(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "realcluster: tearing down:", err)
+		}
+		_ = os.RemoveAll(work)
+	}()
+	if err := setup(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "realcluster:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "realcluster: "+format+"\n", args...)
+}
+
+func setup(dir string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	root := realcluster.RepoRoot()
+	var err error
+	start := time.Now()
+	if built, err = images.BuildAll(ctx, root, filepath.Join(work, "images"), upgradeTag); err != nil {
+		return err
+	}
+	logf("images built in %s", time.Since(start).Round(100*time.Millisecond))
+	if os.Getenv("HERALD_REALCLUSTER_REUSE") == "1" {
+		// A cluster left up by an earlier run (HERALD_REALCLUSTER_KEEP),
+		// Herald installed: quicker turns while writing a test.
+		if cl, err = realcluster.Open(dir); err == nil {
+			for _, n := range cl.Nodes {
+				for _, p := range built.Paths() {
+					if err := cl.LoadImage(ctx, n, p); err != nil {
+						return err
+					}
+				}
+			}
+			logf("reusing the cluster in %s", dir)
+			return cl.WaitDaemonSet(ctx, heraldNS, heraldDS)
+		}
+		logf("no cluster to reuse in %s (%v): bringing one up", dir, err)
+	}
+	conflist, err := os.ReadFile(filepath.Join(root, "install", "cni", "10-herald.conflist"))
+	if err != nil {
+		return err
+	}
+	cl, err = realcluster.Up(ctx, dir, realcluster.Options{
+		Images: built.Paths(), SandboxImage: images.PauseRef, CNIConflist: conflist, Log: logf,
+	})
+	if err != nil {
+		return err
+	}
+	start = time.Now()
+	if err := helmInstall(ctx); err != nil {
+		return err
+	}
+	logf("Herald installed with helm and rolled out in %s", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
