@@ -18,23 +18,14 @@ import (
 	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/lbwatch"
+	"github.com/heraldlb/herald/test/suite"
 )
 
 // waitFor polls cond until it holds; on timeout the test fails with what
 // cond last saw and what the agents said.
 func waitFor(t testing.TB, within time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %s: %s%s", within, seen, unexpectedExits())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	suite.WaitFor(t, within, cond, unexpectedExits)
 }
 
 func unexpectedExits() string { return agentproc.UnexpectedExits(agents...) }

@@ -22,6 +22,7 @@ import (
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/arpwatch"
+	"github.com/heraldlb/herald/test/suite"
 )
 
 // Names the spec and the agent share with these tests.
@@ -43,17 +44,7 @@ const silence = 4 * leaseDuration
 // cond's last description of what it saw and a dump of the agents' state.
 func waitFor(t testing.TB, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %s: %s%s", timeout, seen, deadAgents())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	suite.WaitFor(t, timeout, cond, deadAgents)
 }
 
 // deadAgents describes agents that exited without being asked to.

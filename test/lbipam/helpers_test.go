@@ -25,6 +25,7 @@ import (
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/agentproc"
+	"github.com/heraldlb/herald/test/suite"
 )
 
 // timeout bounds every wait. It is generous on purpose: tests check
@@ -47,17 +48,7 @@ const (
 // fails with cond's last description of what it saw.
 func waitFor(t testing.TB, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %s: %s%s", timeout, seen, deadAgents())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	suite.WaitFor(t, timeout, cond, deadAgents)
 }
 
 // ---------------------------------------------------------------------------

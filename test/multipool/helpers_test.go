@@ -20,6 +20,7 @@ import (
 	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/cnitest"
+	"github.com/heraldlb/herald/test/suite"
 )
 
 // podPrefix names the pods' network namespaces.
@@ -128,17 +129,7 @@ func nodeNamed(name string) *node {
 // waitFor polls cond until it holds.
 func waitFor(t testing.TB, within time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %s: %s%s", within, seen, agentproc.UnexpectedExits(agents()...))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	suite.WaitFor(t, within, cond, func() string { return agentproc.UnexpectedExits(agents()...) })
 }
 
 func agents() []*agentproc.Agent {

@@ -30,7 +30,7 @@ func Percentile(sorted []float64, p float64) float64 {
 
 // EnvInt reads a benchmark's knob from the environment: a positive
 // integer, def when unset.
-func EnvInt(b *testing.B, key string, def int) int {
+func EnvInt(b testing.TB, key string, def int) int {
 	v := os.Getenv(key)
 	if v == "" {
 		return def
