@@ -28,25 +28,11 @@ source install/dev/kube-versions.sh
 kubectl_bin="$cache/kubectl-$KUBE_VERSION"
 helm_bin="$cache/helm-$(sed -n 's/^require helm.sh\/helm\/v3 //p' install/dev/tools-helm/go.mod)"
 
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# shellcheck source=demo-lib.sh
+source install/dev/demo-lib.sh
+export MUST_TIMEOUT=20
 kubectl() { "$kubectl_bin" "$@"; }
 helm() { "$helm_bin" "$@"; }
-run() { printf '$ %s\n' "$*"; "$@"; }
-must() {
-	printf '$ %s\n' "$*"
-	local deadline=$((SECONDS + 20)) out tries=1
-	until out=$("$@" 2>&1); do
-		if ((SECONDS >= deadline)); then
-			printf '%s\n' "$out"
-			printf '\n\033[1;31mdemo FAILED: "%s" did not succeed in %d tries over 20 s\033[0m\n' "$*" "$tries" >&2
-			exit 1
-		fi
-		tries=$((tries + 1))
-		sleep 0.5
-	done
-	printf '%s\n' "$out"
-	((tries == 1)) || printf '(succeeded on try %d)\n' "$tries"
-}
 client() { ip netns exec hrc-client "$@"; }
 
 step "A cluster: control plane + node1..node3 with kubelet, containerd, kube-proxy (Documentation/real-cluster.md)"
@@ -76,6 +62,8 @@ kind: CiliumLoadBalancerIPPool
 metadata: {name: lan}
 spec:
   blocks: [{start: 198.18.16.200, stop: 198.18.16.239}]
+  serviceSelector:
+    matchLabels: {io.kubernetes.service.namespace: demo}
 ---
 apiVersion: cilium.io/v2alpha1
 kind: CiliumL2AnnouncementPolicy

@@ -29,26 +29,8 @@ dir=${CLUSTER_DIR:-_output/demo}
 export HERALD_APISERVER_ADDR=198.19.0.1
 export HERALD_APISERVER_PORT=${HERALD_APISERVER_PORT:-16443}
 export HERALD_ETCD_PORT=${HERALD_ETCD_PORT:-12379}
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-run() { printf '$ %s\n' "$*"; "$@"; }
-# must CMD...: run, shown like run, tried again for up to 10 s until it
-# succeeds; then its output of the successful try. If it never does, the
-# demo fails saying which command, with the output of its last try.
-must() {
-	printf '$ %s\n' "$*"
-	local deadline=$((SECONDS + 10)) out tries=1
-	until out=$("$@" 2>&1); do
-		if ((SECONDS >= deadline)); then
-			printf '%s\n' "$out"
-			printf '\n\033[1;31mdemo FAILED: "%s" did not succeed in %d tries over 10 s\033[0m\n' "$*" "$tries" >&2
-			exit 1
-		fi
-		tries=$((tries + 1))
-		sleep 0.5
-	done
-	printf '%s\n' "$out"
-	((tries == 1)) || printf '(succeeded on try %d)\n' "$tries"
-}
+# shellcheck source=demo-lib.sh
+source install/dev/demo-lib.sh
 
 install/dev/demo-down.sh >/dev/null 2>&1 || true
 
