@@ -94,8 +94,20 @@ func Up(ctx context.Context, dir string, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One cluster per machine: names and addresses are fixed. Another one
+	// (a demo left running) goes first.
+	if b, err := os.ReadFile(runningMarker); err == nil && strings.TrimSpace(string(b)) != dir {
+		other := strings.TrimSpace(string(b))
+		o.Log("tearing down the cluster running in %s", other)
+		if err := Down(other); err != nil {
+			return nil, fmt.Errorf("realcluster: tearing down the cluster in %s: %w", other, err)
+		}
+	}
 	if err := Down(dir); err != nil {
 		return nil, fmt.Errorf("realcluster: tearing down what was in %s: %w", dir, err)
+	}
+	if err := os.WriteFile(runningMarker, []byte(dir+"\n"), 0o644); err != nil {
+		return nil, err
 	}
 	c := &Cluster{Dir: dir, p: paths{dir: dir}, bin: bin}
 	c.state.Nodes = NodeNames(o.Nodes)
@@ -110,11 +122,8 @@ func Up(ctx context.Context, dir string, o Options) (*Cluster, error) {
 	}
 
 	start := time.Now()
-	lan, err := netlab.New(Prefix, LAN)
+	lan, err := newLAN()
 	if err != nil {
-		return nil, err
-	}
-	if err := lan.EnableIPv6(LAN6); err != nil {
 		return nil, err
 	}
 	if err := lan.Setup(c.state.Nodes...); err != nil {
@@ -211,11 +220,8 @@ func Open(dir string) (*Cluster, error) {
 	if err := json.Unmarshal(b, &c.state); err != nil {
 		return nil, err
 	}
-	lan, err := netlab.New(Prefix, LAN)
+	lan, err := newLAN()
 	if err != nil {
-		return nil, err
-	}
-	if err := lan.EnableIPv6(LAN6); err != nil {
 		return nil, err
 	}
 	// The hosts are there already: only their addresses are needed.
@@ -226,6 +232,15 @@ func Open(dir string) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// newLAN describes the cluster's LAN (Setup builds it).
+func newLAN() (*netlab.LAN, error) {
+	lan, err := netlab.New(Prefix, LAN)
+	if err != nil {
+		return nil, err
+	}
+	return lan, lan.EnableIPv6(LAN6)
 }
 
 // load fills in what follows from the state and the layout.
@@ -487,9 +502,15 @@ func Down(dir string) error {
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, err)
 		}
+		if b, err := os.ReadFile(runningMarker); err == nil && strings.TrimSpace(string(b)) == dir {
+			_ = os.Remove(runningMarker)
+		}
 	}
 	return errors.Join(errs...)
 }
+
+// runningMarker names the directory of the cluster that is up.
+const runningMarker = "/run/herald-realcluster"
 
 func contains(xs []string, x string) bool {
 	for _, y := range xs {

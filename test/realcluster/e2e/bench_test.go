@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,14 +26,29 @@ import (
 //   - the agents' RSS and CPU, idle and while 200 pods come and go;
 //   - L2 failover after kubectl delete pod and kill -9 of the owner's
 //     agent (HERALD_REALCLUSTER_TRIALS, 20 with make bench-realcluster).
+//
+// HERALD_REALCLUSTER_BENCH picks parts (comma-separated: startup, service,
+// resources, failover); all by default.
 func BenchmarkRealCluster(b *testing.B) {
+	applyYAML(b, fmt.Sprintf(lanFixtures, lanPoolStart, lanPoolStop))
+	parts := os.Getenv("HERALD_REALCLUSTER_BENCH")
+	want := func(part string) bool { return parts == "" || slices.Contains(strings.Split(parts, ","), part) }
 	for i := 0; i < b.N; i++ {
-		benchPodStartup(b)
-		benchServiceToCurl(b)
-		benchAgentResources(b)
+		if want("startup") {
+			benchPodStartup(b)
+		}
+		if want("service") {
+			benchServiceToCurl(b)
+		}
+		if want("resources") {
+			benchAgentResources(b)
+		}
+		if !want("failover") {
+			continue
+		}
 		times := l2Failover(b)
 		for name, ds := range times {
-			b.Logf("L2 failover after %s: %d trials, p50 %s, p99 %s, max %s", name, len(ds),
+			b.Logf("L2 failover, longest time unanswered after %s: %d trials, p50 %s, p99 %s, max %s", name, len(ds),
 				ms(percentile(ds, 50)), ms(percentile(ds, 99)), ms(percentile(ds, 100)))
 		}
 	}
@@ -96,24 +112,37 @@ func runPods(b testing.TB, ns, name string, n int) []startedPod {
 		tmpl := backendPod(map[string]string{"bench": name}, nil)
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i), Namespace: ns, Labels: tmpl.Labels}, Spec: tmpl.Spec}
 		p.Spec.Containers[0].ReadinessProbe = nil
-		w, err := cl.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + p.Name})
+		opts := metav1.ListOptions{FieldSelector: "metadata.name=" + p.Name}
+		w, err := cl.Client.CoreV1().Pods(ns).Watch(ctx, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		if _, err := cl.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		created, err := cl.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
 			b.Fatal(err)
 		}
+		last := created
 		var running *corev1.Pod
 		deadline := time.After(timeout)
 		for running == nil {
 			select {
-			case ev := <-w.ResultChan():
-				if pod, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted && pod.Status.Phase == corev1.PodRunning {
-					running = pod
+			case ev, ok := <-w.ResultChan():
+				if !ok { // the API server ended the watch: go on from the last version seen
+					opts.ResourceVersion = last.ResourceVersion
+					if w, err = cl.Client.CoreV1().Pods(ns).Watch(ctx, opts); err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				if pod, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted {
+					last = pod
+					if pod.Status.Phase == corev1.PodRunning {
+						running = pod
+					}
 				}
 			case <-deadline:
-				b.Fatalf("pod %s/%s not Running after %s%s", ns, p.Name, timeout, podEvents(ns))
+				b.Fatalf("pod %s/%s not Running after %s: %s %+v%s", ns, p.Name, timeout, last.Status.Phase, last.Status.Conditions, podEvents(ns))
 			}
 		}
 		w.Stop()
@@ -162,38 +191,63 @@ func benchPodStartup(b *testing.B) {
 }
 
 // benchServiceToCurl: Service create -> the first curl through its IP
-// that a pod answers, 20 times.
+// that a pod answers, 20 times, with the steps on the way: the IP in the
+// Service's status (LB IPAM), the first ARP reply for it at the client
+// (L2 announcement), the first answer through it (kube-proxy's rules
+// too).
 func benchServiceToCurl(b *testing.B) {
 	ns := newNamespace(b, "svc2curl", nil)
 	deployBackend(b, ns, "s2c", 3, nil)
 	ctx := context.Background()
-	var ds []time.Duration
+	c := client(b)
+	steps := map[string][]time.Duration{}
 	for i := 0; i < 20; i++ {
 		svc := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: "s2c", Namespace: ns},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "s2c"},
 				Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstrPort()}}},
 		}
+		mark := c.Mark()
 		start := time.Now()
 		if _, err := cl.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		var vip netip.Addr
-		for time.Since(start) < timeout {
+		var ipAt, arpAt, curlAt time.Duration
+		for curlAt == 0 && time.Since(start) < timeout {
 			if !vip.IsValid() {
 				s, err := cl.Client.CoreV1().Services(ns).Get(ctx, "s2c", metav1.GetOptions{})
 				if err == nil && len(s.Status.LoadBalancer.Ingress) > 0 {
 					vip, _ = netip.ParseAddr(s.Status.LoadBalancer.Ingress[0].IP)
+					ipAt = time.Since(start)
+				}
+			}
+			if vip.IsValid() && arpAt == 0 {
+				_ = c.Request(vip)
+				frames, _ := c.Since(mark)
+				for _, f := range frames {
+					if c.IsReply(f, vip) {
+						arpAt = f.At.Sub(start)
+						break
+					}
 				}
 			}
 			if vip.IsValid() {
 				if answer, err := curlVIPQuick(vip); err == nil && strings.HasPrefix(answer, "s2c-") {
-					break
+					curlAt = time.Since(start)
+					continue
 				}
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		ds = append(ds, time.Since(start))
+		if curlAt == 0 {
+			b.Fatalf("Service %s/s2c (IP %v) not answered after %s", ns, vip, timeout)
+		}
+		steps["IP in status"] = append(steps["IP in status"], ipAt)
+		if arpAt > 0 {
+			steps["first ARP reply"] = append(steps["first ARP reply"], arpAt)
+		}
+		steps["first curl answered"] = append(steps["first curl answered"], curlAt)
 		if err := cl.Client.CoreV1().Services(ns).Delete(ctx, "s2c", metav1.DeleteOptions{}); err != nil {
 			b.Fatal(err)
 		}
@@ -201,9 +255,12 @@ func benchServiceToCurl(b *testing.B) {
 			_, err := cl.Client.CoreV1().Services(ns).Get(ctx, "s2c", metav1.GetOptions{})
 			return err != nil, "Service s2c not deleted yet"
 		})
-		time.Sleep(time.Second) // the old IP's announcement goes
+		time.Sleep(2 * time.Second) // the old IP's announcement and rules go
 	}
-	b.Logf("Service create -> first curl through its IP: %d trials, p50 %s, p99 %s, max %s", len(ds), ms(percentile(ds, 50)), ms(percentile(ds, 99)), ms(percentile(ds, 100)))
+	for _, step := range []string{"IP in status", "first ARP reply", "first curl answered"} {
+		ds := steps[step]
+		b.Logf("Service create -> %s: %d trials, p50 %s, p99 %s, max %s", step, len(ds), ms(percentile(ds, 50)), ms(percentile(ds, 99)), ms(percentile(ds, 100)))
+	}
 }
 
 // agentUsage is one agent process's resident memory and CPU time so far.

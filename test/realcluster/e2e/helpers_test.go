@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/heraldlb/herald/test/realcluster"
+	"github.com/heraldlb/herald/test/suite"
 )
 
 const (
@@ -36,17 +37,7 @@ func helmInstall(ctx context.Context, extra ...string) error {
 // waitFor polls cond until it holds.
 func waitFor(t testing.TB, within time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %s: %s", within, seen)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	suite.WaitFor(t, within, cond)
 }
 
 // kubectl runs kubectl as the administrator; the test fails if it does.

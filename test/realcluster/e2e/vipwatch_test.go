@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/heraldlb/herald/test/arpwatch"
+	"github.com/heraldlb/herald/test/suite"
 )
 
 // probeEvery is how often the client asks who has each watched VIP.
@@ -164,13 +164,15 @@ func nodeByMAC(t testing.TB, mac string) string {
 	return ""
 }
 
-// percentile of durations (p in 0..100), nearest rank.
+// percentile of durations (p in 0..100), nearest rank (suite.Percentile).
 func percentile(ds []time.Duration, p float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
-	s := slices.Clone(ds)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	i := int(float64(len(s))*p/100+0.5) - 1
-	return s[max(0, min(i, len(s)-1))]
+	s := make([]float64, len(ds))
+	for i, d := range ds {
+		s[i] = float64(d)
+	}
+	slices.Sort(s)
+	return time.Duration(suite.Percentile(s, p))
 }
