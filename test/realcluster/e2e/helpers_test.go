@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -93,5 +92,3 @@ func dumpOnFailure(t *testing.T) {
 		t.Logf("----- pods -----\n%s", out)
 	})
 }
-
-func describe(format string, args ...any) string { return fmt.Sprintf(format, args...) }

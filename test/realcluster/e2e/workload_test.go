@@ -10,7 +10,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -185,15 +184,6 @@ func kubectlStdin(t testing.TB, stdin string, args ...string) string {
 		t.Fatal(err)
 	}
 	return string(out)
-}
-
-// deleteIgnoreMissing deletes a Deployment, if there.
-func deleteDeployment(t testing.TB, ns, name string) {
-	t.Helper()
-	err := cl.Client.AppsV1().Deployments(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
 }
 
 func intstrPort() intstr.IntOrString { return intstr.FromInt32(backendPort) }
