@@ -73,13 +73,16 @@ var Cells = []cell.Cell{
 	// services × l2-policies × nodes × devices × l2-members → l2-candidates;
 	// Events for Services nobody may announce.
 	l2candidates.Cell,
+	// l2-announce → eBPF ARP responder on selected devices, gratuitous ARP.
+	// Before the elector: cells stop in reverse order, so the responder
+	// still runs when the stopping elector withdraws every entry, and the
+	// node leaves the members as soon as it is silent.
+	l2responder.Cell,
 	// l2-candidates × members (peer liveness) × Leases → table l2-announce
 	// and the fence deadline (l2-lease-health); the announcement Leases.
 	l2elector.Cell,
 	// l2-policies → policy status conditions.
 	l2policystatus.Cell,
-	// l2-announce → eBPF ARP responder on selected devices, gratuitous ARP.
-	l2responder.Cell,
 	// pod-ip-allocations × devices → gratuitous ARP for new pod addresses
 	// (L2 pod announcements).
 	l2podannounce.Cell,

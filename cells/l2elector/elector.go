@@ -606,22 +606,6 @@ func (e *elector) writeMembers(rows []*tables.L2Member) {
 	}
 }
 
-// shutdown stops answering, waits until the responder's deadline has
-// passed (the program may still answer until then), and only then leaves
-// the member cluster: the peers take over on the leave at once, so this
-// node must be silent by then.
-func (e *elector) shutdown() {
-	wtxn := e.DB.WriteTxn(e.Announce, e.Health)
-	_ = e.Announce.DeleteAll(wtxn)
-	_, _, _ = e.Health.Insert(wtxn, &tables.L2LeaseHealth{Node: e.self})
-	wtxn.Commit()
-	if wait := time.Until(e.fence.until); wait > 0 {
-		time.Sleep(wait)
-	}
-	e.members.stop()
-	e.Log.Info("Left the member cluster")
-}
-
 func (e *elector) echoLoop(ctx context.Context) {
 	tick := time.NewTicker(echoInterval)
 	defer tick.Stop()

@@ -150,19 +150,32 @@ func ownerOf(t testing.TB, vip netip.Addr) string {
 }
 
 // nodeByMAC returns the name of the node with this LAN MAC ("" if none).
+// The MACs are read once: they never change, and judging a capture looks
+// up every frame.
 func nodeByMAC(t testing.TB, mac string) string {
 	t.Helper()
-	for _, n := range cl.Nodes {
-		m, err := n.MAC()
-		if err != nil {
-			t.Fatal(err)
+	macsOnce.Do(func() {
+		nodeMACs = map[string]string{}
+		for _, n := range cl.Nodes {
+			m, err := n.MAC()
+			if err != nil {
+				macsErr = err
+				return
+			}
+			nodeMACs[strings.ToLower(m.String())] = n.Name
 		}
-		if strings.EqualFold(m.String(), mac) {
-			return n.Name
-		}
+	})
+	if macsErr != nil {
+		t.Fatal(macsErr)
 	}
-	return ""
+	return nodeMACs[strings.ToLower(mac)]
 }
+
+var (
+	macsOnce sync.Once
+	nodeMACs map[string]string // MAC → node
+	macsErr  error
+)
 
 // percentile of durations (p in 0..100), nearest rank (suite.Percentile).
 func percentile(ds []time.Duration, p float64) time.Duration {
