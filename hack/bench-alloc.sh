@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench-alloc.sh: what `make bench-alloc` prints (make runs `tools build` first).
 #
-#  (1) the allocator micro-benchmark (cells/allocator/iprange BenchmarkAllocate,
+#  (1) the allocator micro-benchmark (cells/lbipam/allocator/iprange BenchmarkAllocate,
 #      100k allocations per op) and per-allocation figures derived from it;
 #  (2) end to end: test/bench/cmd/bench-e2e against a fresh etcd +
 #      kube-apiserver, Service creation with and without herald-agent.
@@ -35,7 +35,7 @@ run() {
 echo "== (1) allocator micro-benchmark ($(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
 out="$(mktemp)"
 trap 'rm -f "${out}"' EXIT
-run "${GO}" test -run '^$' -bench BenchmarkAllocate -benchmem ./cells/allocator/iprange/ | tee "${out}"
+run "${GO}" test -run '^$' -bench BenchmarkAllocate -benchmem ./cells/lbipam/allocator/iprange/ | tee "${out}"
 if grep -q '(cached)' "${out}"; then
 	echo "bench-alloc: go test returned a cached result" >&2
 	exit 1

@@ -4,7 +4,7 @@
 #
 #  (0) placement of the members election: 1000 groups over 3 and 10 nodes,
 #      the busiest node over the mean, groups moved on join and on leave
-#      (cells/l2elector BenchmarkPlacementQuality; pure computation);
+#      (cells/l2/elector BenchmarkPlacementQuality; pure computation);
 #  (1) ARP reply latency seen from a client namespace: the eBPF responder
 #      (XDP generic and native, tcx) against the kernel answering for a
 #      configured address (bpf BenchmarkARPReply, 2000 requests per case);
@@ -55,7 +55,7 @@ run() {
 }
 
 echo "== (0) placement of the members election"
-run "${GO}" test -run '^$' -bench PlacementQuality ./cells/l2elector/
+run "${GO}" test -run '^$' -bench PlacementQuality ./cells/l2/elector/
 
 echo
 echo "== (1) ARP reply latency, eBPF responder vs kernel ($(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"

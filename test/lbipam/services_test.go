@@ -10,7 +10,7 @@ import (
 	"github.com/heraldlb/herald/tables"
 )
 
-// Event reasons on Services (cells/servicestatus).
+// Event reasons on Services (cells/lbipam/servicestatus).
 const (
 	eventAssigned = "IPAllocated"
 	eventReleased = "IPReleased"

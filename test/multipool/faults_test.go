@@ -21,7 +21,7 @@ import (
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	ipamv1 "github.com/heraldlb/herald/api/ipam/v1"
-	"github.com/heraldlb/herald/cells/nodeipam"
+	"github.com/heraldlb/herald/cells/podipam/nodeipam"
 	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/ipamwatch"
 )

@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ipamv1 "github.com/heraldlb/herald/api/ipam/v1"
-	"github.com/heraldlb/herald/cells/nodeipam"
-	"github.com/heraldlb/herald/cells/podcidr"
+	"github.com/heraldlb/herald/cells/podipam/cidrallocator"
+	"github.com/heraldlb/herald/cells/podipam/nodeipam"
 	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/agentproc"
 )
@@ -158,7 +158,7 @@ func TestDeletePoolWithPreAllocation(t *testing.T) {
 		return apierrors.IsNotFound(err), fmt.Sprintf("pool mars still exists after its last pod went: %v", err)
 	})
 	t.Logf("pool mars deleted %s after the delete request", time.Since(start).Round(time.Millisecond))
-	waitEventOfType(t, corev1.EventTypeNormal, "", "CiliumPodIPPool", "mars", podcidr.EventPoolReleased, "its deletion completes")
+	waitEventOfType(t, corev1.EventTypeNormal, "", "CiliumPodIPPool", "mars", cidrallocator.EventPoolReleased, "its deletion completes")
 }
 
 // TestDeleteIdlePreAllocatedPool: a pool nobody uses but one node
@@ -184,7 +184,7 @@ func TestDeleteIdlePreAllocatedPool(t *testing.T) {
 		return apierrors.IsNotFound(err), fmt.Sprintf("pool venus, only pre-allocated, is still there: %v; %s holds %v", err, pre.name, allocatedOf(t, pre, "venus"))
 	})
 	t.Logf("pool venus deleted %s after the delete request", time.Since(start).Round(time.Millisecond))
-	waitEventOfType(t, corev1.EventTypeNormal, "", "CiliumPodIPPool", "venus", podcidr.EventPoolReleased, "its deletion completes")
+	waitEventOfType(t, corev1.EventTypeNormal, "", "CiliumPodIPPool", "venus", cidrallocator.EventPoolReleased, "its deletion completes")
 }
 
 // TestUnservableAddAnsweredWithReason: an ADD waiting for a CIDR the

@@ -9,7 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/heraldlb/herald/cells/nodeipam"
+	"github.com/heraldlb/herald/cells/podipam/nodeipam"
 	"github.com/heraldlb/herald/tables"
 )
 

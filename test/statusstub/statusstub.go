@@ -1,6 +1,6 @@
 // Package statusstub stands in for the API server's status subresource of
-// one object, for unit tests of the status writers (cells/servicestatus,
-// cells/poolstatus): it records every PATCH that reaches it, refuses one
+// one object, for unit tests of the status writers (cells/lbipam/servicestatus,
+// cells/lbipam/poolstatus): it records every PATCH that reaches it, refuses one
 // whose metadata.resourceVersion is not the object's current one with a
 // 409 Conflict as the API server does, and can hold requests until the
 // client abandons them. The writers talk to it through a real client-go

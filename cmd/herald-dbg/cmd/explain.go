@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/heraldlb/herald/cells/allocator"
+	"github.com/heraldlb/herald/cells/lbipam/allocator"
 	"github.com/heraldlb/herald/tables"
 )
 

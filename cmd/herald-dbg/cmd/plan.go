@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
-	"github.com/heraldlb/herald/cells/allocator"
+	"github.com/heraldlb/herald/cells/lbipam/allocator"
 	"github.com/heraldlb/herald/tables"
 )
 

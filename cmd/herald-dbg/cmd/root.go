@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
-	"github.com/heraldlb/herald/cells/dbgapi"
+	"github.com/heraldlb/herald/cells/ground/dbgapi"
 )
 
 var socket, kubeconfig string

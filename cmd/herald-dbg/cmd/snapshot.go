@@ -3,7 +3,7 @@ package cmd
 import (
 	"context"
 
-	"github.com/heraldlb/herald/cells/allocator"
+	"github.com/heraldlb/herald/cells/lbipam/allocator"
 	"github.com/heraldlb/herald/tables"
 )
 

@@ -57,7 +57,7 @@ import (
 
 const (
 	// leaseName and leaseNamespace: the Lease herald-agent campaigns for
-	// (cells/allocator.LeaseName in --k8s-namespace).
+	// (cells/lbipam/allocator.LeaseName in --k8s-namespace).
 	leaseName      = "herald-lb-ipam"
 	leaseNamespace = "kube-system"
 	// nodeName is the agent's --node-name, so the Lease's holderIdentity.

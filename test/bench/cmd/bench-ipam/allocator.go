@@ -24,7 +24,7 @@ const fakeDemand = 8
 //
 // The agent runs in a node namespace of the LAN, not in the host's: with
 // multi-pool IPAM it turns on IP forwarding in its namespace at start
-// (cells/nodeipam, enableForwarding), which on the host would change the
+// (cells/podipam/nodeipam, enableForwarding), which on the host would change the
 // host's configuration.
 func benchAllocator(ctx context.Context, o options) error {
 	fmt.Printf("\n== allocator: %d fake nodes (a Node and a CiliumNode asking for %d addresses of the default pool each), one agent leading %s\n",

@@ -12,7 +12,7 @@ import (
 
 	v2 "github.com/heraldlb/herald/api/cilium.io/v2"
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
-	"github.com/heraldlb/herald/cells/podcidr"
+	"github.com/heraldlb/herald/cells/podipam/cidrallocator"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -38,7 +38,7 @@ func benchEngine(ctx context.Context, o options) error {
 }
 
 // engineScaling times the allocator's decision logic alone
-// (cells/podcidr Engine, in this process, no API server) for growing
+// (cells/podipam/cidrallocator Engine, in this process, no API server) for growing
 // numbers of nodes, the way the allocator job drives it: (A) every node
 // there before the first Evaluate, then each CiliumNode coming back with
 // its CIDR, one change and one Evaluate at a time; (B) nodes arriving one
@@ -46,7 +46,7 @@ func benchEngine(ctx context.Context, o options) error {
 // (another change and Evaluate). Time that grows faster than the number
 // of nodes shows up here first.
 func engineScaling(ctx context.Context, sizes []int) error {
-	fmt.Printf("\n  the allocator's engine alone (cells/podcidr Engine in this process; pool %s, /%d):\n", engineCIDR, engineMask)
+	fmt.Printf("\n  the allocator's engine alone (cells/podipam/cidrallocator Engine in this process; pool %s, /%d):\n", engineCIDR, engineMask)
 	fmt.Printf("  %8s %22s %22s %18s\n", "nodes", "A: all there first", "B: one by one", "B per node")
 	for _, n := range sizes {
 		a := engineRun(n, false)
@@ -71,14 +71,14 @@ func engineRun(n int, oneByOne bool) time.Duration {
 		cn.Spec.IPAM.Pools.Allocated = allocated
 		return tables.CiliumNodeFromK8s(cn)
 	}
-	e := podcidr.NewEngine()
+	e := cidrallocator.NewEngine()
 	e.UpsertPool(pool)
 	start := time.Now()
 	now := time.Now()
 	// back applies each decision as its CiliumNode coming back with the
 	// CIDR, one watch event at a time, each followed by an Evaluate, as
 	// the allocator job sees them.
-	back := func(res podcidr.Result) {
+	back := func(res cidrallocator.Result) {
 		for _, d := range res.Decisions {
 			var i int
 			_, _ = fmt.Sscanf(d.Node, "fake-%05d", &i)

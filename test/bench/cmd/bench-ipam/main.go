@@ -22,7 +22,7 @@
 //     each): (A) the agent starts when all 1000 exist, (B) 1000 more are
 //     created while it leads. Time until every CiliumNode lists a CIDR,
 //     and the API writes it took.
-//   - engine: the allocator's decision logic alone (cells/podcidr Engine,
+//   - engine: the allocator's decision logic alone (cells/podipam/cidrallocator Engine,
 //     in this process) for growing numbers of nodes.
 //
 // Nothing here is asserted: the figures are printed. Broken promises (an

@@ -1,0 +1,30 @@
+// Package desired derives what this node's BGP speaker should be: the
+// instances and peers the BGP resources give the node (table
+// bgp-instances) and every route it advertises to each peer, with its
+// attributes and the reasons (table bgp-routes). Pure derivation (derive);
+// the bgp-speaker cell makes GoBGP match the tables.
+//
+// Reads: tables nodes, bgp-cluster-configs, bgp-peer-configs,
+// bgp-advertisements, bgp-node-overrides, bgp-secrets, services,
+// endpoint-slices; with multi-pool IPAM pod-ip-pools and cilium-nodes.
+// Writes: tables bgp-instances, bgp-routes.
+package desired
+
+import (
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/statedb"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+var Cell = cell.Module(
+	"bgp-desired",
+	"Derives the BGP instances and routes of this node",
+
+	cell.ProvidePrivate(tables.NewBGPInstancesTable, tables.NewBGPRoutesTable),
+	cell.Provide(
+		statedb.RWTable[*tables.BGPInstance].ToTable,
+		statedb.RWTable[*tables.BGPRoute].ToTable,
+	),
+	cell.Invoke(registerDerivation),
+)

@@ -1,0 +1,277 @@
+package desired
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
+	"github.com/heraldlb/herald/tables"
+)
+
+// ClassBGP is the load balancer class whose LoadBalancer IPs only BGP
+// advertises (L2 announcements leave it alone).
+const ClassBGP = "io.cilium/bgp-control-plane"
+
+// inputs are the table rows one derivation reads.
+type inputs struct {
+	// self is this node's Node; nil until the node is known (nothing runs).
+	self           *tables.Node
+	clusterConfigs []*tables.BGPClusterConfig // sorted by name
+	peerConfigs    map[string]*tables.BGPPeerConfig
+	adverts        []*tables.BGPAdvertisement // sorted by name
+	override       *tables.BGPNodeOverride    // this node's, nil for none
+	secrets        map[string]*tables.BGPSecret
+	services       []*tables.Service
+	// readyHere reports whether a Service has a ready endpoint on this node.
+	readyHere func(serviceKey string) bool
+	// podPools are the CiliumPodIPPools by name; ciliumNode this node's
+	// CiliumNode (nil without multi-pool IPAM).
+	podPools   []*tables.PodIPPool
+	ciliumNode *tables.CiliumNode
+}
+
+// derive computes the bgp-instances and bgp-routes rows of this node. Pure.
+//
+// The cluster configs that select the node give its instances (when more
+// than one does, the first by name applies and the others' instances are
+// reported, not run: Cilium's ConflictingClusterConfig). Each peer takes
+// its settings from its CiliumBGPPeerConfig (Cilium's defaults without
+// one), its local address from the node's override, its TCP-MD5 password
+// from the auth Secret; a peer whose configuration cannot be completed is
+// listed with its error and not run. Each family of a peer sends the
+// routes of the CiliumBGPAdvertisements its selector picks.
+func derive(in inputs) ([]*tables.BGPInstance, []*tables.BGPRoute) {
+	if in.self == nil {
+		return nil, nil
+	}
+	var instances []*tables.BGPInstance
+	applied := ""
+	for _, cc := range in.clusterConfigs {
+		if !cc.SelectsNode(in.self.Labels) {
+			continue
+		}
+		for _, spec := range cc.Instances {
+			inst := &tables.BGPInstance{Name: spec.Name, ClusterConfig: cc.Name, LocalASN: spec.LocalASN, ListenPort: -1}
+			switch {
+			case applied != "" && applied != cc.Name:
+				inst.Error = fmt.Sprintf("this node is also selected by CiliumBGPClusterConfig %q, which applies (the first by name); %q conflicts with it", applied, cc.Name)
+			case slices.ContainsFunc(instances, func(i *tables.BGPInstance) bool { return i.Name == spec.Name }):
+				inst.Error = fmt.Sprintf("bgpInstances has %q twice", spec.Name)
+			default:
+				resolveInstance(in, inst, spec)
+			}
+			instances = append(instances, inst)
+		}
+		if applied == "" {
+			applied = cc.Name
+		}
+	}
+
+	routes := map[string]*tables.BGPRoute{}
+	for _, inst := range instances {
+		if inst.Error != "" {
+			continue
+		}
+		for _, peer := range inst.Peers {
+			if peer.Error != "" {
+				continue
+			}
+			pc := peerConfigOf(in, peer.PeerConfig)
+			for _, fam := range pc.Families {
+				if fam.SAFI != v2alpha1.BGPSafiUnicast {
+					continue
+				}
+				for _, adv := range in.adverts {
+					if !fam.SelectsAdvertisement(adv.Labels) {
+						continue
+					}
+					for _, entry := range adv.Advertisements {
+						for _, pr := range prefixesOf(in, entry, fam.IPv6()) {
+							add(routes, inst.Name, peer, pr.prefix, entry.Attributes, pr.reason+" (advertisement "+adv.Name+")")
+						}
+					}
+				}
+			}
+		}
+	}
+	out := make([]*tables.BGPRoute, 0, len(routes))
+	for _, r := range routes {
+		slices.Sort(r.Reasons)
+		r.Reasons = slices.Compact(r.Reasons)
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b *tables.BGPRoute) int { return cmp.Compare(a.Key(), b.Key()) })
+	return instances, out
+}
+
+func add(routes map[string]*tables.BGPRoute, inst string, peer tables.BGPPeer, p netip.Prefix, attrs tables.BGPAttributes, reason string) {
+	k := tables.BGPRouteKey(inst, peer.Name, p)
+	if r, ok := routes[k]; ok {
+		r.Attributes = r.Attributes.Merge(attrs)
+		r.Reasons = append(r.Reasons, reason)
+		return
+	}
+	attrs.Error = ""
+	routes[k] = &tables.BGPRoute{Instance: inst, Peer: peer.Name, PeerAddress: peer.Address, Prefix: p, Attributes: attrs, Reasons: []string{reason}}
+}
+
+// resolveInstance fills in an instance's router ID, port and peers.
+func resolveInstance(in inputs, inst *tables.BGPInstance, spec tables.BGPInstanceSpec) {
+	ov, _ := in.override.Instance(spec.Name)
+	inst.RouterID = ov.RouterID
+	if !inst.RouterID.IsValid() {
+		if ip, ok := in.self.InternalIP(tables.IPv4); ok {
+			inst.RouterID = ip
+		}
+	}
+	if ov.LocalPort != 0 {
+		inst.ListenPort = ov.LocalPort
+	}
+	switch {
+	case inst.LocalASN == 0:
+		inst.Error = "localASN is not set"
+	case !inst.RouterID.IsValid():
+		inst.Error = "no router ID: the node has no IPv4 InternalIP; set routerID in a CiliumBGPNodeConfigOverride named after the node"
+	case len(ov.Errors) > 0:
+		inst.Error = "CiliumBGPNodeConfigOverride " + in.override.Name + ": " + strings.Join(ov.Errors, "; ")
+	}
+	seen := map[netip.Addr]string{}
+	for _, ps := range spec.Peers {
+		peer := resolvePeer(in, ps, ov)
+		if peer.Error == "" {
+			if other, dup := seen[peer.Address]; dup {
+				peer.Error = fmt.Sprintf("peer %q has the same address %s", other, peer.Address)
+			} else {
+				seen[peer.Address] = peer.Name
+			}
+		}
+		inst.Peers = append(inst.Peers, peer)
+	}
+}
+
+func resolvePeer(in inputs, ps tables.BGPPeerSpec, ov tables.BGPInstanceOverride) tables.BGPPeer {
+	peer := tables.BGPPeer{Name: ps.Name, Address: ps.Address, ASN: ps.ASN, PeerConfig: ps.PeerConfig, LocalAddress: ov.LocalAddress[ps.Name], LocalPort: ov.LocalPort4Peer[ps.Name]}
+	pc := peerConfigOf(in, ps.PeerConfig)
+	if pc != nil {
+		peer.PeerPort, peer.ConnectRetrySeconds, peer.HoldTimeSeconds, peer.KeepAliveSeconds = pc.PeerPort, pc.ConnectRetrySeconds, pc.HoldTimeSeconds, pc.KeepAliveSeconds
+		peer.EBGPMultihop, peer.GracefulRestart, peer.RestartTimeSeconds = pc.EBGPMultihop, pc.GracefulRestart, pc.RestartTimeSeconds
+		peer.AuthSecret = pc.AuthSecret
+		for _, f := range pc.Families {
+			peer.Families = append(peer.Families, f.AFI+"-"+f.SAFI)
+		}
+	}
+	switch {
+	case ps.AddressError != "":
+		peer.Error = "peerAddress: " + ps.AddressError
+	case !ps.Address.IsValid():
+		peer.Error = "peerAddress is not set (Herald does not discover peers)"
+	case ps.ASN == 0:
+		peer.Error = "peerASN is not set"
+	case pc == nil:
+		peer.Error = fmt.Sprintf("CiliumBGPPeerConfig %q not found", ps.PeerConfig)
+	case len(pc.Errors) > 0:
+		peer.Error = fmt.Sprintf("CiliumBGPPeerConfig %q: %s", ps.PeerConfig, strings.Join(pc.Errors, "; "))
+	case pc.AuthSecret != "":
+		s, ok := in.secrets[pc.AuthSecret]
+		switch {
+		case !ok:
+			peer.Error = fmt.Sprintf("auth Secret %q (of CiliumBGPPeerConfig %q) not found in the BGP secrets namespace", pc.AuthSecret, ps.PeerConfig)
+		case !s.HasPassword:
+			peer.Error = fmt.Sprintf("auth Secret %q has no \"password\" key", pc.AuthSecret)
+		default:
+			peer.Password, peer.PasswordVersion = s.Password, s.ResourceVersion
+		}
+	}
+	return peer
+}
+
+// peerConfigOf returns a peer's config: the named one (nil when missing),
+// or the defaults for "".
+func peerConfigOf(in inputs, name string) *tables.BGPPeerConfig {
+	if name == "" {
+		return tables.DefaultBGPPeerConfig()
+	}
+	return in.peerConfigs[name]
+}
+
+type prefixReason struct {
+	prefix netip.Prefix
+	reason string
+}
+
+// prefixesOf lists what one advertisement entry sends in one family.
+func prefixesOf(in inputs, entry tables.BGPAdvert, ipv6 bool) []prefixReason {
+	var out []prefixReason
+	fits := func(p netip.Prefix) bool { return p.IsValid() && p.Addr().Is6() == ipv6 }
+	switch entry.Type {
+	case v2alpha1.BGPPodCIDRAdvert:
+		for _, p := range in.self.PodCIDRs {
+			if fits(p) {
+				out = append(out, prefixReason{p, "PodCIDR of node " + in.self.Name})
+			}
+		}
+	case v2alpha1.BGPCiliumPodIPPoolAdvert:
+		if in.ciliumNode == nil {
+			break
+		}
+		for _, pool := range in.podPools {
+			if !entry.Selects(pool.Labels) {
+				continue
+			}
+			for _, p := range in.ciliumNode.AllocatedIn(pool.Name) {
+				if fits(p) {
+					out = append(out, prefixReason{p, "CiliumPodIPPool " + pool.Name})
+				}
+			}
+		}
+	case v2alpha1.BGPServiceAdvert:
+		for _, svc := range in.services {
+			if !entry.Selects(svc.SelectorLabels()) {
+				continue
+			}
+			for _, kind := range entry.Addresses {
+				for _, ip := range serviceAddresses(in, svc, kind) {
+					if p := netip.PrefixFrom(ip, ip.BitLen()); fits(p) {
+						out = append(out, prefixReason{p, "Service " + svc.Key() + " " + string(kind)})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// serviceAddresses are a Service's addresses of one kind that this node
+// advertises. LoadBalancer IPs only of Services of no class or of
+// io.cilium/bgp-control-plane; with a Local traffic policy (external for
+// LoadBalancer and external IPs, internal for ClusterIPs) only when a ready
+// endpoint runs here: kube-proxy drops that traffic on any other node.
+func serviceAddresses(in inputs, svc *tables.Service, kind v2alpha1.BGPServiceAddressType) []netip.Addr {
+	local := func(policy string) bool { return policy == string(corev1.ServiceExternalTrafficPolicyLocal) }
+	switch kind {
+	case v2alpha1.BGPLoadBalancerIPAddr:
+		if svc.Type != corev1.ServiceTypeLoadBalancer || (svc.LoadBalancerClass != "" && svc.LoadBalancerClass != ClassBGP) {
+			return nil
+		}
+		if local(svc.ExternalTrafficPolicy) && !in.readyHere(svc.Key()) {
+			return nil
+		}
+		return svc.IngressIPs
+	case v2alpha1.BGPExternalIPAddr:
+		if local(svc.ExternalTrafficPolicy) && !in.readyHere(svc.Key()) {
+			return nil
+		}
+		return svc.ExternalIPs
+	case v2alpha1.BGPClusterIPAddr:
+		if local(svc.InternalTrafficPolicy) && !in.readyHere(svc.Key()) {
+			return nil
+		}
+		return svc.ClusterIPs
+	}
+	return nil
+}

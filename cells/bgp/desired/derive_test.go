@@ -1,0 +1,265 @@
+package desired
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
+	"github.com/heraldlb/herald/tables"
+)
+
+func node(name string, labels map[string]string, ip string, podCIDRs ...string) *tables.Node {
+	n := &tables.Node{Name: name, Labels: labels}
+	if ip != "" {
+		n.InternalIPs = []netip.Addr{netip.MustParseAddr(ip)}
+	}
+	for _, c := range podCIDRs {
+		n.PodCIDRs = append(n.PodCIDRs, netip.MustParsePrefix(c))
+	}
+	return n
+}
+
+func lbService(key, class, etp string, ips ...string) *tables.Service {
+	ns, name, _ := strings.Cut(key, "/")
+	s := &tables.Service{Namespace: ns, Name: name, Type: "LoadBalancer", LoadBalancerClass: class, ExternalTrafficPolicy: etp,
+		Labels: map[string]string{"bgp": "yes"}}
+	for _, ip := range ips {
+		s.IngressIPs = append(s.IngressIPs, netip.MustParseAddr(ip))
+	}
+	return s
+}
+
+var sel = &metav1.LabelSelector{MatchLabels: map[string]string{"bgp": "yes"}}
+
+func clusterConfig(name string, peerConfig string) *tables.BGPClusterConfig {
+	return &tables.BGPClusterConfig{Name: name, Instances: []tables.BGPInstanceSpec{{
+		Name: "main", LocalASN: 65001,
+		Peers: []tables.BGPPeerSpec{{Name: "tor", Address: netip.MustParseAddr("198.18.0.1"), ASN: 65000, PeerConfig: peerConfig}},
+	}}}
+}
+
+func peerConfig(name string, secret string) *tables.BGPPeerConfig {
+	pc := tables.DefaultBGPPeerConfig()
+	pc.Name, pc.AuthSecret = name, secret
+	for i := range pc.Families {
+		pc.Families[i].Advertisements = &metav1.LabelSelector{MatchLabels: map[string]string{"advertise": "bgp"}}
+	}
+	return pc
+}
+
+func advert(name string, entries ...tables.BGPAdvert) *tables.BGPAdvertisement {
+	return &tables.BGPAdvertisement{Name: name, Labels: map[string]string{"advertise": "bgp"}, Advertisements: entries}
+}
+
+var lbAdvert = tables.BGPAdvert{Type: v2alpha1.BGPServiceAdvert, Addresses: []v2alpha1.BGPServiceAddressType{v2alpha1.BGPLoadBalancerIPAddr}, Selector: sel}
+
+// routeLines renders routes as "instance peer prefix attrs | reasons".
+func routeLines(rs []*tables.BGPRoute) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Instance+" "+r.Peer+" "+r.Prefix.String()+" "+r.Attributes.String()+" | "+strings.Join(r.Reasons, "; "))
+	}
+	return out
+}
+
+func TestDerive(t *testing.T) {
+	self := node("node1", map[string]string{"rack": "a"}, "198.18.0.11", "198.18.100.0/24", "fd00:18:100::/64")
+	base := func() inputs {
+		return inputs{
+			self:           self,
+			clusterConfigs: []*tables.BGPClusterConfig{clusterConfig("cc", "pc")},
+			peerConfigs:    map[string]*tables.BGPPeerConfig{"pc": peerConfig("pc", "")},
+			adverts:        []*tables.BGPAdvertisement{advert("lb", lbAdvert)},
+			secrets:        map[string]*tables.BGPSecret{},
+			readyHere:      func(string) bool { return false },
+		}
+	}
+	lp := int64(200)
+	tests := []struct {
+		name       string
+		edit       func(*inputs)
+		wantRoutes []string
+		wantErrors []string // instance or peer errors, by substring
+	}{
+		{
+			name: "LoadBalancer IPs of no class and of the BGP class, not of others",
+			edit: func(in *inputs) {
+				in.services = []*tables.Service{
+					lbService("default/a", "", "Cluster", "198.18.200.1"),
+					lbService("default/b", ClassBGP, "Cluster", "198.18.200.2"),
+					lbService("default/c", "io.cilium/l2-announcer", "Cluster", "198.18.200.3"),
+				}
+			},
+			wantRoutes: []string{
+				"main tor 198.18.200.1/32  | Service default/a LoadBalancerIP (advertisement lb)",
+				"main tor 198.18.200.2/32  | Service default/b LoadBalancerIP (advertisement lb)",
+			},
+		},
+		{
+			name: "IPv6 addresses go in the IPv6 family as /128",
+			edit: func(in *inputs) {
+				in.services = []*tables.Service{lbService("default/a", "", "Cluster", "198.18.200.1", "fd00:18:200::1")}
+			},
+			wantRoutes: []string{
+				"main tor 198.18.200.1/32  | Service default/a LoadBalancerIP (advertisement lb)",
+				"main tor fd00:18:200::1/128  | Service default/a LoadBalancerIP (advertisement lb)",
+			},
+		},
+		{
+			name: "externalTrafficPolicy Local: only with a ready endpoint on this node",
+			edit: func(in *inputs) {
+				in.services = []*tables.Service{lbService("default/here", "", "Local", "198.18.200.1"), lbService("default/away", "", "Local", "198.18.200.2")}
+				in.readyHere = func(k string) bool { return k == "default/here" }
+			},
+			wantRoutes: []string{"main tor 198.18.200.1/32  | Service default/here LoadBalancerIP (advertisement lb)"},
+		},
+		{
+			name: "a node the cluster config does not select runs nothing",
+			edit: func(in *inputs) {
+				in.clusterConfigs[0].NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"rack": "b"}}
+				in.services = []*tables.Service{lbService("default/a", "", "Cluster", "198.18.200.1")}
+			},
+		},
+		{
+			name: "a family without an advertisement selector advertises nothing",
+			edit: func(in *inputs) {
+				in.peerConfigs["pc"].Families[0].Advertisements = nil
+				in.peerConfigs["pc"].Families[1].Advertisements = nil
+				in.services = []*tables.Service{lbService("default/a", "", "Cluster", "198.18.200.1")}
+			},
+		},
+		{
+			name: "two advertisements of one prefix: attributes merged, both reasons",
+			edit: func(in *inputs) {
+				a := lbAdvert
+				a.Attributes = tables.NewBGPAttributes([]string{"65000:100"}, nil, nil, nil)
+				b := lbAdvert
+				b.Attributes = tables.NewBGPAttributes([]string{"65000:200"}, []string{"no-export"}, nil, &lp)
+				in.adverts = []*tables.BGPAdvertisement{advert("a", a), advert("b", b)}
+				in.services = []*tables.Service{lbService("default/a", "", "Cluster", "198.18.200.1")}
+			},
+			wantRoutes: []string{"main tor 198.18.200.1/32 communities=65000:100,65000:200,65535:65281 localPref=200 | Service default/a LoadBalancerIP (advertisement a); Service default/a LoadBalancerIP (advertisement b)"},
+		},
+		{
+			name: "PodCIDR: the node's pod CIDRs in their families",
+			edit: func(in *inputs) {
+				in.adverts = []*tables.BGPAdvertisement{advert("pods", tables.BGPAdvert{Type: v2alpha1.BGPPodCIDRAdvert})}
+			},
+			wantRoutes: []string{
+				"main tor 198.18.100.0/24  | PodCIDR of node node1 (advertisement pods)",
+				"main tor fd00:18:100::/64  | PodCIDR of node node1 (advertisement pods)",
+			},
+		},
+		{
+			name: "CiliumPodIPPool: the node's CIDRs of the selected pools",
+			edit: func(in *inputs) {
+				in.adverts = []*tables.BGPAdvertisement{advert("pools", tables.BGPAdvert{Type: v2alpha1.BGPCiliumPodIPPoolAdvert,
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"routed": "true"}}})}
+				in.podPools = []*tables.PodIPPool{{Name: "green", Labels: map[string]string{"routed": "true"}}, {Name: "blue"}}
+				in.ciliumNode = &tables.CiliumNode{Name: "node1", Allocated: []tables.PoolCIDRs{
+					{Pool: "green", CIDRs: []netip.Prefix{netip.MustParsePrefix("198.18.120.0/27")}},
+					{Pool: "blue", CIDRs: []netip.Prefix{netip.MustParsePrefix("198.18.121.0/27")}},
+				}}
+			},
+			wantRoutes: []string{"main tor 198.18.120.0/27  | CiliumPodIPPool green (advertisement pools)"},
+		},
+		{
+			name: "a missing peer config: the peer is not configured",
+			edit: func(in *inputs) {
+				in.clusterConfigs[0].Instances[0].Peers[0].PeerConfig = "nope"
+				in.services = []*tables.Service{lbService("default/a", "", "Cluster", "198.18.200.1")}
+			},
+			wantErrors: []string{`CiliumBGPPeerConfig "nope" not found`},
+		},
+		{
+			name: "a missing auth Secret: the peer is not configured",
+			edit: func(in *inputs) {
+				in.peerConfigs["pc"].AuthSecret = "md5"
+				in.services = []*tables.Service{lbService("default/a", "", "Cluster", "198.18.200.1")}
+			},
+			wantErrors: []string{`auth Secret "md5"`},
+		},
+		{
+			name: "no IPv4 InternalIP and no override: no router ID",
+			edit: func(in *inputs) {
+				in.self = node("node1", nil, "")
+			},
+			wantErrors: []string{"no router ID"},
+		},
+		{
+			name: "two cluster configs select the node: the first by name applies",
+			edit: func(in *inputs) {
+				in.clusterConfigs = append(in.clusterConfigs, clusterConfig("dd", "pc"))
+				in.clusterConfigs[1].Instances[0].Name = "other"
+				in.services = []*tables.Service{lbService("default/a", "", "Cluster", "198.18.200.1")}
+			},
+			wantRoutes: []string{"main tor 198.18.200.1/32  | Service default/a LoadBalancerIP (advertisement lb)"},
+			wantErrors: []string{`also selected by CiliumBGPClusterConfig "cc"`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := base()
+			tt.edit(&in)
+			instances, routes := derive(in)
+			if got := routeLines(routes); !slices.Equal(got, tt.wantRoutes) {
+				t.Errorf("routes:\n got %q\nwant %q", got, tt.wantRoutes)
+			}
+			var errs []string
+			for _, i := range instances {
+				if i.Error != "" {
+					errs = append(errs, i.Error)
+				}
+				for _, p := range i.Peers {
+					if p.Error != "" {
+						errs = append(errs, p.Error)
+					}
+				}
+			}
+			if len(errs) != len(tt.wantErrors) {
+				t.Fatalf("errors %q, want ones containing %q", errs, tt.wantErrors)
+			}
+			for i, want := range tt.wantErrors {
+				if !strings.Contains(errs[i], want) {
+					t.Errorf("error %q does not contain %q", errs[i], want)
+				}
+			}
+		})
+	}
+}
+
+func TestDerivePeerSettings(t *testing.T) {
+	pc := peerConfig("pc", "md5")
+	pc.GracefulRestart, pc.RestartTimeSeconds, pc.HoldTimeSeconds, pc.KeepAliveSeconds = true, 30, 9, 3
+	in := inputs{
+		self:           node("node1", nil, "198.18.0.11"),
+		clusterConfigs: []*tables.BGPClusterConfig{clusterConfig("cc", "pc")},
+		peerConfigs:    map[string]*tables.BGPPeerConfig{"pc": pc},
+		secrets:        map[string]*tables.BGPSecret{"md5": {Name: "md5", HasPassword: true, Password: "s3cret", ResourceVersion: "7"}},
+		override: &tables.BGPNodeOverride{Name: "node1", Instances: []tables.BGPInstanceOverride{{
+			Name: "main", RouterID: netip.MustParseAddr("198.18.9.9"), LocalPort: 1790,
+			LocalAddress: map[string]netip.Addr{"tor": netip.MustParseAddr("198.18.0.11")},
+		}}},
+		readyHere: func(string) bool { return false },
+	}
+	instances, _ := derive(in)
+	if len(instances) != 1 {
+		t.Fatalf("instances %v", instances)
+	}
+	i := instances[0]
+	if i.RouterID != netip.MustParseAddr("198.18.9.9") || i.ListenPort != 1790 || i.LocalASN != 65001 || i.Error != "" {
+		t.Errorf("instance %+v", i)
+	}
+	p := i.Peers[0]
+	want := tables.BGPPeer{Name: "tor", Address: netip.MustParseAddr("198.18.0.1"), ASN: 65000, LocalAddress: netip.MustParseAddr("198.18.0.11"),
+		PeerConfig: "pc", PeerPort: 179, ConnectRetrySeconds: 120, HoldTimeSeconds: 9, KeepAliveSeconds: 3, EBGPMultihop: 1,
+		GracefulRestart: true, RestartTimeSeconds: 30, Families: []string{"ipv4-unicast", "ipv6-unicast"}, AuthSecret: "md5",
+		Password: "s3cret", PasswordVersion: "7"}
+	if !p.Equal(want) {
+		t.Errorf("peer\n got %+v\nwant %+v", p, want)
+	}
+}

@@ -1,0 +1,225 @@
+package speaker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"reflect"
+	"time"
+
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/hive/job"
+	"github.com/cilium/statedb"
+	api "github.com/osrg/gobgp/v3/api"
+
+	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/tables"
+)
+
+type params struct {
+	cell.In
+
+	Agent     agentconfig.Config
+	Log       *slog.Logger
+	DB        *statedb.DB
+	Jobs      job.Group
+	Instances statedb.Table[*tables.BGPInstance]
+	Routes    statedb.Table[*tables.BGPRoute]
+	Peers     statedb.RWTable[*tables.BGPPeerState]
+}
+
+func registerSpeaker(p params) {
+	if !p.Agent.EnableBGPControlPlane {
+		return
+	}
+	p.Jobs.Add(job.OneShot("speak", func(ctx context.Context, health cell.Health) error {
+		return run(ctx, p, health)
+	}))
+}
+
+// How often the sessions' state is read from GoBGP besides on its events
+// (counters change without one), and how soon a failed GoBGP call is
+// tried again.
+const (
+	peerRefreshInterval = 2 * time.Second
+	retryInterval       = time.Second
+)
+
+type prefixKey struct {
+	instance string
+	prefix   netip.Prefix
+}
+
+// run starts nothing until bgp-instances and bgp-routes hold their first
+// complete derivation. A new instance gets its routes before its peers, so
+// the first UPDATEs (and, with graceful restart, the End-of-RIB) a peer
+// receives carry everything the node advertises.
+func run(ctx context.Context, p params, health cell.Health) error {
+	if err := tables.WaitInitialized(ctx, p.DB, p.Instances, p.Routes); err != nil {
+		return nil
+	}
+	wtxn := p.DB.WriteTxn(p.Routes)
+	changes, err := p.Routes.Changes(wtxn)
+	wtxn.Commit()
+	if err != nil {
+		return err
+	}
+
+	speakers := map[string]*speaker{}
+	defer func() {
+		// The agent stops: the sessions end with the process, without a
+		// Cease, so that peers with graceful restart keep the routes.
+		for _, s := range speakers {
+			s.stop(context.Background(), false)
+		}
+	}()
+	peerEvent := make(chan struct{}, 1)
+	refresh := time.NewTicker(peerRefreshInterval)
+	defer refresh.Stop()
+	retry := map[prefixKey]bool{}
+
+	for {
+		txn := p.DB.ReadTxn()
+		dirty := retry
+		retry = map[prefixKey]bool{}
+		chs, routesWatch := changes.Next(txn)
+		for ch := range chs {
+			dirty[prefixKey{ch.Object.Instance, ch.Object.Prefix}] = true
+		}
+
+		var errs []error
+		insts, instWatch := p.Instances.AllWatch(txn)
+		want := map[string]*tables.BGPInstance{}
+		for inst := range insts {
+			if inst.Error == "" {
+				want[inst.Name] = inst
+			}
+		}
+		for name, s := range speakers {
+			if w, ok := want[name]; ok && s.sameGlobal(w) {
+				continue
+			}
+			p.Log.Info("Stopping BGP instance", "instance", name)
+			s.stop(ctx, true)
+			delete(speakers, name)
+		}
+		for name, inst := range want {
+			if speakers[name] != nil {
+				continue
+			}
+			s, err := startSpeaker(ctx, inst, newGoBGPLogger(p.Log.With("instance", name)))
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			p.Log.Info("Started BGP instance", "instance", name, "asn", inst.LocalASN, "routerID", inst.RouterID, "listenPort", inst.ListenPort)
+			speakers[name] = s
+			watchPeers(ctx, s, peerEvent)
+			for r := range p.Routes.All(txn) {
+				if r.Instance == name {
+					dirty[prefixKey{name, r.Prefix}] = true
+				}
+			}
+		}
+
+		staying := map[string]map[string]bool{} // by instance: peers configured after this round
+		for name, inst := range want {
+			staying[name] = map[string]bool{}
+			for _, peer := range inst.Peers {
+				if peer.Error == "" {
+					staying[name][peer.Name] = true
+				}
+			}
+		}
+		resetOut := map[string]map[netip.Addr]bool{}
+		for k := range dirty {
+			s := speakers[k.instance]
+			if s == nil {
+				continue // not running: its routes wait for it
+			}
+			if resetOut[k.instance] == nil {
+				resetOut[k.instance] = map[netip.Addr]bool{}
+			}
+			routes := statedb.Collect(p.Routes.List(txn, tables.BGPRoutePrefixIndex.Query(k.instance+"/"+k.prefix.String())))
+			if err := s.setPrefix(ctx, k.prefix, routes, staying[k.instance], resetOut[k.instance]); err != nil {
+				errs = append(errs, fmt.Errorf("instance %q: %w", k.instance, err))
+				retry[k] = true
+			}
+		}
+		for name, s := range speakers {
+			if err := s.setPeers(ctx, want[name].Peers); err != nil {
+				errs = append(errs, fmt.Errorf("instance %q: %w", name, err))
+			}
+			if err := s.softResetOut(ctx, resetOut[name]); err != nil {
+				errs = append(errs, fmt.Errorf("instance %q: %w", name, err))
+			}
+		}
+		writePeerStates(ctx, p, speakers)
+
+		var retryC <-chan time.Time
+		if err := errors.Join(errs...); err != nil {
+			p.Log.Warn("BGP speaker could not apply everything; retrying", "error", err)
+			health.Degraded("BGP speaker", err)
+			retryC = time.After(retryInterval)
+		} else {
+			health.OK(fmt.Sprintf("%d instances running", len(speakers)))
+		}
+		if len(retry) > 0 || len(errs) > 0 {
+			retryC = time.After(retryInterval)
+		}
+
+		for waiting := true; waiting; {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-instWatch:
+				waiting = false
+			case <-routesWatch:
+				waiting = false
+			case <-retryC:
+				waiting = false
+			case <-peerEvent:
+				writePeerStates(ctx, p, speakers)
+			case <-refresh.C:
+				writePeerStates(ctx, p, speakers)
+			}
+		}
+	}
+}
+
+// watchPeers signals peerEvent whenever a session of s changes state.
+func watchPeers(ctx context.Context, s *speaker, peerEvent chan<- struct{}) {
+	ctx, s.cancel = context.WithCancel(ctx)
+	_ = s.srv.WatchEvent(ctx, &api.WatchEventRequest{Peer: &api.WatchEventRequest_Peer{}}, func(*api.WatchEventResponse) {
+		select {
+		case peerEvent <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// writePeerStates makes bgp-peers hold the sessions of the running
+// speakers, writing only rows that changed.
+func writePeerStates(ctx context.Context, p params, speakers map[string]*speaker) {
+	want := map[string]*tables.BGPPeerState{}
+	for _, s := range speakers {
+		for _, st := range s.peerStates(ctx) {
+			want[st.Key()] = st
+		}
+	}
+	wtxn := p.DB.WriteTxn(p.Peers)
+	defer wtxn.Commit()
+	for old := range p.Peers.All(wtxn) {
+		if _, ok := want[old.Key()]; !ok {
+			_, _, _ = p.Peers.Delete(wtxn, old)
+		}
+	}
+	for k, st := range want {
+		if old, _, ok := p.Peers.Get(wtxn, tables.BGPPeerKeyIndex.Query(k)); ok && reflect.DeepEqual(old, st) {
+			continue
+		}
+		_, _, _ = p.Peers.Insert(wtxn, st)
+	}
+}

@@ -1,0 +1,121 @@
+package status
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
+	"github.com/heraldlb/herald/tables"
+)
+
+// nodeSpec is the CiliumBGPNodeConfig spec of this node: its instances and
+// peers as the cluster configs and the override resolve them (what
+// Cilium's operator writes).
+func nodeSpec(instances []*tables.BGPInstance) v2alpha1.CiliumBGPNodeSpec {
+	spec := v2alpha1.CiliumBGPNodeSpec{BGPInstances: []v2alpha1.CiliumBGPNodeInstance{}}
+	for _, i := range instances {
+		ni := v2alpha1.CiliumBGPNodeInstance{Name: i.Name}
+		if i.LocalASN != 0 {
+			ni.LocalASN = ptr.To(i.LocalASN)
+		}
+		if i.RouterID.IsValid() {
+			ni.RouterID = ptr.To(i.RouterID.String())
+		}
+		if i.ListenPort > 0 {
+			ni.LocalPort = ptr.To(i.ListenPort)
+		}
+		for _, p := range i.Peers {
+			np := v2alpha1.CiliumBGPNodePeer{Name: p.Name}
+			if p.Address.IsValid() {
+				np.PeerAddress = ptr.To(p.Address.String())
+			}
+			if p.ASN != 0 {
+				np.PeerASN = ptr.To(p.ASN)
+			}
+			if p.LocalAddress.IsValid() {
+				np.LocalAddress = ptr.To(p.LocalAddress.String())
+			}
+			if p.PeerConfig != "" {
+				np.PeerConfigRef = &v2alpha1.PeerConfigReference{Group: v2alpha1.GroupName, Kind: v2alpha1.BGPPeerConfigKind, Name: p.PeerConfig}
+			}
+			ni.Peers = append(ni.Peers, np)
+		}
+		spec.BGPInstances = append(spec.BGPInstances, ni)
+	}
+	return spec
+}
+
+// nodeStatus is the status of this node's CiliumBGPNodeConfig: every
+// session's state (Cilium's fields) and two conditions that say in one
+// line whether everything runs and, if not, what and why.
+func nodeStatus(instances []*tables.BGPInstance, peers map[string]*tables.BGPPeerState, current []metav1.Condition, generation int64, now time.Time) v2alpha1.CiliumBGPNodeStatus {
+	st := v2alpha1.CiliumBGPNodeStatus{}
+	var instErrs, peerProblems []string
+	configured, established := 0, 0
+	for _, i := range instances {
+		if i.Error != "" {
+			instErrs = append(instErrs, fmt.Sprintf("instance %q: %s", i.Name, i.Error))
+			continue
+		}
+		is := v2alpha1.CiliumBGPNodeInstanceStatus{Name: i.Name, LocalASN: ptr.To(i.LocalASN)}
+		for _, p := range i.Peers {
+			if p.Error != "" {
+				peerProblems = append(peerProblems, fmt.Sprintf("peer %q of instance %q is not configured: %s", p.Name, i.Name, p.Error))
+				continue
+			}
+			configured++
+			ps := v2alpha1.CiliumBGPNodePeerStatus{Name: p.Name, PeerAddress: p.Address.String(), PeerASN: ptr.To(p.ASN),
+				PeeringState: ptr.To(tables.BGPStateUnknown)}
+			s := peers[i.Name+"/"+p.Name]
+			if s != nil {
+				ps.PeeringState = ptr.To(s.State)
+				if s.State == tables.BGPStateEstablished {
+					established++
+					ps.EstablishedTime = ptr.To(s.Since.UTC().Format(time.RFC3339))
+					ps.Timers = &v2alpha1.CiliumBGPTimersState{AppliedHoldTimeSeconds: ptr.To(s.AppliedHoldTimeSeconds), AppliedKeepaliveSeconds: ptr.To(s.AppliedKeepaliveSeconds)}
+				}
+				for _, r := range s.Routes {
+					ps.RouteCount = append(ps.RouteCount, v2alpha1.BGPFamilyRouteCount{Afi: r.AFI, Safi: r.SAFI,
+						Advertised: ptr.To(int32(r.Advertised)), Received: ptr.To(int32(r.Received))})
+				}
+			}
+			if s == nil || s.State != tables.BGPStateEstablished {
+				msg := fmt.Sprintf("peer %q (%s, AS %d) of instance %q is %s", p.Name, p.Address, p.ASN, i.Name, *ps.PeeringState)
+				if s != nil && s.LastError != "" {
+					msg += ": " + s.LastError
+				}
+				msg += " (check that the peer is reachable on port " + fmt.Sprint(p.PeerPort) + ", its ASN and, with an authSecretRef, that both sides have the same password)"
+				peerProblems = append(peerProblems, msg)
+			}
+			is.PeerStatuses = append(is.PeerStatuses, ps)
+		}
+		st.BGPInstances = append(st.BGPInstances, is)
+	}
+	slices.Sort(peerProblems)
+
+	running := metav1.Condition{Type: tables.ConditionBGPInstancesRunning, Status: metav1.ConditionTrue, Reason: tables.ReasonBGPOK,
+		Message: fmt.Sprintf("%d instances running", len(instances)-len(instErrs)), ObservedGeneration: generation}
+	if len(instErrs) > 0 {
+		running.Status, running.Reason, running.Message = metav1.ConditionFalse, tables.ReasonBGPInstanceErrors, strings.Join(instErrs, "; ")
+	}
+	peersCond := metav1.Condition{Type: tables.ConditionBGPPeersEstablished, Status: metav1.ConditionTrue, Reason: tables.ReasonBGPOK,
+		Message: fmt.Sprintf("%d of %d sessions established", established, configured), ObservedGeneration: generation}
+	if len(peerProblems) > 0 {
+		peersCond.Status, peersCond.Message = metav1.ConditionFalse, strings.Join(peerProblems, "; ")
+		peersCond.Reason = tables.ReasonBGPNotEstablished
+		if established == configured {
+			peersCond.Reason = tables.ReasonBGPNotConfigured
+		}
+	}
+	for _, want := range []metav1.Condition{running, peersCond} {
+		old, had := findCondition(current, want.Type)
+		want, _ = transition(old, had, want, now)
+		st.Conditions = append(st.Conditions, want)
+	}
+	return st
+}

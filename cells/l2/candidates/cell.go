@@ -1,0 +1,27 @@
+// Package candidates derives what may be announced and by whom: every
+// group of Services that must be answered for by one node (they share an
+// IP), the nodes the L2 announcement policies allow to answer for it, and
+// what this node would program if it owned it. Pure derivation (derive);
+// the L2 elector picks the owners. Services with externalTrafficPolicy:
+// Local that no node may announce get a Warning Event.
+//
+// Reads: tables services, l2-policies, nodes, devices, endpoint-slices,
+// l2-members (the interfaces other nodes publish).
+// Writes: table l2-candidates; Events.
+package candidates
+
+import (
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/statedb"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+var Cell = cell.Module(
+	"l2-candidates",
+	"Derives the groups to announce and the nodes that may announce them",
+
+	cell.ProvidePrivate(tables.NewL2CandidatesTable),
+	cell.Provide(statedb.RWTable[*tables.L2Candidate].ToTable),
+	cell.Invoke(registerDerivation),
+)

@@ -1,0 +1,240 @@
+package candidates
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+// ClassL2Announcer is the load balancer class announced besides "unset".
+const ClassL2Announcer = "io.cilium/l2-announcer"
+
+// LeaseName is the Lease of a Service: cilium-l2announce-<namespace>-<name>.
+func LeaseName(serviceKey string) string {
+	return tables.L2AnnounceLeasePrefix + strings.Replace(serviceKey, "/", "-", 1)
+}
+
+// inputs are the table rows a derivation reads.
+type inputs struct {
+	self     string
+	services []*tables.Service
+	policies []*tables.L2Policy
+	nodes    []*tables.Node
+	// devices are this node's; peerDevices the selected devices other
+	// nodes publish to their peers (nil for a node not heard of: its
+	// interfaces are not held against it).
+	devices     []*tables.Device
+	peerDevices map[string][]string
+	// readyNodes gives the nodes with a ready endpoint of a Service.
+	readyNodes func(serviceKey string) []string
+}
+
+// derive computes the l2-candidates rows. Pure.
+//
+// A Service is announced when its class is unset or io.cilium/l2-announcer
+// and a policy selects it; the policy contributes the Service's
+// LoadBalancer IPs (loadBalancerIPs: true) and external IPs (externalIPs:
+// true), and the nodes it selects that have a device its interface patterns
+// match. With externalTrafficPolicy: Local only nodes that run a ready
+// endpoint of the Service qualify: kube-proxy drops its traffic on any
+// other node. Services that share an IP, directly or through each other,
+// form one group, named after the first.
+func derive(in inputs) []*tables.L2Candidate {
+	// Each policy's nodes once, not once per Service.
+	policyNodes := make([][]string, len(in.policies))
+	for i, p := range in.policies {
+		for _, n := range in.nodes {
+			if p.SelectsNode(n.Labels) && hasDevice(p, in.deviceNames(n.Name)) {
+				policyNodes[i] = append(policyNodes[i], n.Name)
+			}
+		}
+	}
+	type perService struct {
+		ips   []netip.Addr
+		nodes map[string]bool
+		local map[tables.L2AnnounceKey]*tables.L2AnnounceEntry
+	}
+	wanted := map[string]*perService{}
+	for _, svc := range in.services {
+		if !announcedClass(svc) {
+			continue
+		}
+		var ready []string
+		if localOnly(svc) {
+			ready = in.readyNodes(svc.Key())
+		}
+		for i, p := range in.policies {
+			if !p.SelectsService(svc) {
+				continue
+			}
+			var ips []netip.Addr
+			if p.LoadBalancerIPs {
+				ips = append(ips, svc.IngressIPs...)
+			}
+			if p.ExternalIPs {
+				ips = append(ips, svc.ExternalIPs...)
+			}
+			if len(ips) == 0 {
+				continue
+			}
+			ps := wanted[svc.Key()]
+			if ps == nil {
+				ps = &perService{nodes: map[string]bool{}, local: map[tables.L2AnnounceKey]*tables.L2AnnounceEntry{}}
+				wanted[svc.Key()] = ps
+			}
+			ps.ips = append(ps.ips, ips...)
+			for _, n := range policyNodes[i] {
+				if localOnly(svc) && !slices.Contains(ready, n) {
+					continue
+				}
+				ps.nodes[n] = true
+				if n != in.self {
+					continue
+				}
+				for _, ip := range ips {
+					for _, d := range in.devices {
+						if d.Selected && p.MatchesInterface(d.Name) {
+							k := tables.L2AnnounceKey{IP: ip, NetworkInterface: d.Name}
+							ps.local[k] = &tables.L2AnnounceEntry{IP: ip, NetworkInterface: d.Name, Ifindex: d.Index, MAC: d.HWAddr.String(), Origins: []string{svc.Key()}}
+						}
+					}
+				}
+			}
+		}
+	}
+
+	ipsOf := map[string][]netip.Addr{}
+	for k, ps := range wanted {
+		ipsOf[k] = ps.ips
+	}
+	var rows []*tables.L2Candidate
+	for _, members := range groupByIP(ipsOf) {
+		c := &tables.L2Candidate{Group: LeaseName(members[0]), Services: members}
+		nodes := map[string]bool{}
+		local := map[tables.L2AnnounceKey]*tables.L2AnnounceEntry{}
+		for _, k := range members {
+			ps := wanted[k]
+			c.IPs = append(c.IPs, ps.ips...)
+			for n := range ps.nodes {
+				nodes[n] = true
+			}
+			for key, e := range ps.local {
+				if old := local[key]; old != nil {
+					old.Origins = append(old.Origins, e.Origins...)
+					slices.Sort(old.Origins)
+					continue
+				}
+				local[key] = e
+			}
+		}
+		slices.SortFunc(c.IPs, netip.Addr.Compare)
+		c.IPs = slices.Compact(c.IPs)
+		for n := range nodes {
+			c.Nodes = append(c.Nodes, n)
+		}
+		slices.Sort(c.Nodes)
+		for _, e := range local {
+			c.Local = append(c.Local, e)
+		}
+		slices.SortFunc(c.Local, func(a, b *tables.L2AnnounceEntry) int {
+			return cmp.Or(a.IP.Compare(b.IP), cmp.Compare(a.NetworkInterface, b.NetworkInterface))
+		})
+		rows = append(rows, c)
+	}
+	slices.SortFunc(rows, func(a, b *tables.L2Candidate) int { return cmp.Compare(a.Group, b.Group) })
+	return rows
+}
+
+// deviceNames are a node's selected devices, nil when unknown.
+func (in inputs) deviceNames(node string) []string {
+	if node != in.self {
+		return in.peerDevices[node]
+	}
+	names := []string{}
+	for _, d := range in.devices {
+		if d.Selected {
+			names = append(names, d.Name)
+		}
+	}
+	return names
+}
+
+// hasDevice reports whether a node with these devices can answer for the
+// policy: one of them matches its interface patterns. Unknown (nil)
+// devices count as matching.
+func hasDevice(p *tables.L2Policy, devices []string) bool {
+	if devices == nil {
+		return true
+	}
+	return slices.ContainsFunc(devices, p.MatchesInterface)
+}
+
+// announcedClass: L2 announcements are for Services of no class or of
+// io.cilium/l2-announcer.
+func announcedClass(svc *tables.Service) bool {
+	return svc.LoadBalancerClass == "" || svc.LoadBalancerClass == ClassL2Announcer
+}
+
+// localOnly: the Service's external traffic must stay on a node with an
+// endpoint.
+func localOnly(svc *tables.Service) bool {
+	return svc.ExternalTrafficPolicy == string(corev1.ServiceExternalTrafficPolicyLocal)
+}
+
+// groupByIP joins the Services that share an IP (union-find); each group
+// is sorted, and the groups are in the order of their first Service.
+func groupByIP(ipsOf map[string][]netip.Addr) [][]string {
+	parent := map[string]string{}
+	var find func(string) string
+	find = func(k string) string {
+		if parent[k] == k {
+			return k
+		}
+		parent[k] = find(parent[k])
+		return parent[k]
+	}
+	keys := make([]string, 0, len(ipsOf))
+	for k := range ipsOf {
+		keys = append(keys, k)
+		parent[k] = k
+	}
+	slices.Sort(keys)
+	owner := map[netip.Addr]string{}
+	for _, k := range keys {
+		for _, ip := range ipsOf[k] {
+			o, ok := owner[ip]
+			if !ok {
+				owner[ip] = k
+				continue
+			}
+			// The smaller key becomes the root, so a group is named after
+			// its first Service whatever the order of discovery.
+			ra, rb := find(o), find(k)
+			if rb < ra {
+				ra, rb = rb, ra
+			}
+			if ra != rb {
+				parent[rb] = ra
+			}
+		}
+	}
+	groups := map[string][]string{}
+	var roots []string
+	for _, k := range keys {
+		r := find(k)
+		if groups[r] == nil {
+			roots = append(roots, r)
+		}
+		groups[r] = append(groups[r], k)
+	}
+	out := make([][]string, len(roots))
+	for i, r := range roots {
+		out[i] = groups[r]
+	}
+	return out
+}

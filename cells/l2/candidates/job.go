@@ -1,0 +1,179 @@
+package candidates
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/hive/job"
+	"github.com/cilium/statedb"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/tables"
+)
+
+type params struct {
+	cell.In
+
+	Agent      agentconfig.Config
+	Log        *slog.Logger
+	DB         *statedb.DB
+	Jobs       job.Group
+	Services   statedb.Table[*tables.Service]
+	Policies   statedb.Table[*tables.L2Policy]
+	Nodes      statedb.Table[*tables.Node]
+	Slices     statedb.Table[*tables.EndpointSlice]
+	Devices    statedb.Table[*tables.Device]
+	Members    statedb.Table[*tables.L2Member]
+	Candidates statedb.RWTable[*tables.L2Candidate]
+	Events     record.EventRecorder
+}
+
+func registerDerivation(p params) {
+	if !p.Agent.EnableL2Announcements {
+		return
+	}
+	wtxn := p.DB.WriteTxn(p.Candidates)
+	initDone := p.Candidates.RegisterInitializer(wtxn, "l2-candidates")
+	wtxn.Commit()
+	p.Jobs.Add(job.OneShot("derive", func(ctx context.Context, health cell.Health) error {
+		return run(ctx, p, initDone, health)
+	}))
+}
+
+// run re-derives the table whenever one of its inputs changes. The
+// derivation is global (groups join Services across namespaces; a node's
+// labels change the candidates of every group), so it starts from the
+// inputs each time; only rows that changed are written.
+func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health cell.Health) error {
+	if err := tables.WaitInitialized(ctx, p.DB, p.Services, p.Policies, p.Nodes, p.Devices, p.Slices); err != nil {
+		return nil
+	}
+	reported := map[string]bool{} // stranded Services this node reported
+	initialized := false
+	for {
+		txn := p.DB.ReadTxn()
+		svcs, w1 := p.Services.AllWatch(txn)
+		pols, w2 := p.Policies.AllWatch(txn)
+		nodes, w3 := p.Nodes.AllWatch(txn)
+		devs, w4 := p.Devices.AllWatch(txn)
+		members, w5 := p.Members.AllWatch(txn)
+		_, w6 := p.Slices.AllWatch(txn)
+		readyNodes := func(svc string) []string {
+			var out []string
+			for s := range p.Slices.List(txn, tables.EndpointSliceServiceIndex.Query(svc)) {
+				out = append(out, s.ReadyNodes...)
+			}
+			return out
+		}
+		peerDevices := map[string][]string{}
+		for m := range members {
+			if !m.Self && m.Devices != nil {
+				peerDevices[m.Node] = m.Devices
+			}
+		}
+		in := inputs{self: p.Agent.Node(), services: statedb.Collect(svcs), policies: statedb.Collect(pols), nodes: statedb.Collect(nodes),
+			devices: statedb.Collect(devs), peerDevices: peerDevices, readyNodes: readyNodes}
+		rows := derive(in)
+		changed := write(p, rows, func(wtxn statedb.WriteTxn) {
+			if !initialized {
+				initDone(wtxn)
+				initialized = true
+			}
+		})
+		reportStranded(p, strandedServices(in.services, in.policies, in.nodes, readyNodes), in.services, reported)
+		health.OK(fmt.Sprintf("%d groups, %d rows changed", len(rows), changed))
+
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w1:
+		case <-w2:
+		case <-w3:
+		case <-w4:
+		case <-w5:
+		case <-w6:
+		}
+	}
+}
+
+// write makes the table hold exactly rows, touching only those that
+// changed, so that readers watching it wake for real changes only.
+func write(p params, rows []*tables.L2Candidate, also func(statedb.WriteTxn)) int {
+	wtxn := p.DB.WriteTxn(p.Candidates)
+	defer wtxn.Commit()
+	also(wtxn)
+	want := map[string]*tables.L2Candidate{}
+	for _, r := range rows {
+		want[r.Group] = r
+	}
+	changed := 0
+	for old := range p.Candidates.All(wtxn) {
+		if _, ok := want[old.Group]; !ok {
+			_, _, _ = p.Candidates.Delete(wtxn, old)
+			changed++
+		}
+	}
+	for _, r := range rows {
+		if old, _, ok := p.Candidates.Get(wtxn, tables.L2CandidateGroupIndex.Query(r.Group)); ok && same(old, r) {
+			continue
+		}
+		_, _, _ = p.Candidates.Insert(wtxn, r)
+		changed++
+	}
+	return changed
+}
+
+// same compares two rows by their JSON, which holds every field.
+func same(a, b *tables.L2Candidate) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}
+
+// EventNotAnnounced is the reason of the Warning Event recorded on a Service
+// with externalTrafficPolicy: Local when no node can announce it.
+const EventNotAnnounced = "L2NotAnnounced"
+
+// reportStranded records an Event on each Service that became stranded and
+// that this node reports (the first node the policies select for it), and
+// forgets the ones that are no longer stranded, so that the Event comes
+// again if it strands again.
+func reportStranded(p params, now []stranded, services []*tables.Service, reported map[string]bool) {
+	node := p.Agent.Node()
+	still := map[string]bool{}
+	for _, st := range now {
+		if st.reporter != node {
+			continue
+		}
+		still[st.service] = true
+		if reported[st.service] {
+			continue
+		}
+		reported[st.service] = true
+		var ips []string
+		for _, svc := range services {
+			if svc.Key() == st.service {
+				for _, ip := range slices.Concat(svc.IngressIPs, svc.ExternalIPs) {
+					ips = append(ips, ip.String())
+				}
+			}
+		}
+		ns, name, _ := strings.Cut(st.service, "/")
+		ref := &corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name}
+		msg := fmt.Sprintf("No node announces %s: externalTrafficPolicy is Local and none of the %d nodes the L2 announcement policies select for it runs a ready endpoint", strings.Join(ips, ", "), st.selected)
+		p.Events.Event(ref, corev1.EventTypeWarning, EventNotAnnounced, msg)
+		p.Log.Warn("Service not announced: no ready local endpoint on any selected node", "service", st.service, "selectedNodes", st.selected)
+	}
+	for svc := range reported {
+		if !still[svc] {
+			delete(reported, svc)
+		}
+	}
+}

@@ -1,0 +1,259 @@
+package elector
+
+import (
+	"fmt"
+	"hash/fnv"
+	"slices"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+// view is what one decision round knows: the candidates, the members as
+// the failure detector sees them, the announcement Leases (records of who
+// holds each group), and this node's own standing.
+type view struct {
+	self string
+	// term is this node's current term, "" before the first one; fresh
+	// says whether the fence allows answering now.
+	term  string
+	fresh bool
+	// mayMove: this node may take groups over and hand them over; without
+	// it (no majority on either side) it only keeps what it holds.
+	mayMove bool
+	// apiUp: Lease writes can be tried. When they cannot, groups of dead
+	// nodes are still taken over, but nothing moves between live nodes.
+	apiUp bool
+
+	members map[string]member
+	groups  []*tables.L2Candidate
+	records map[string]holding // by group; missing: no Lease
+	// renewed are the groups whose Lease its holder renewed within its
+	// duration (written again, same holder and term), which this election
+	// never does: an agent of the Lease election holds them.
+	renewed map[string]bool
+	// took are the groups this node took over without recording it (the
+	// API server was unreachable), with the record they replaced.
+	took map[string]string
+	// withdrawn are the groups this node hands over whose entries are out
+	// of the responder: the handover can be recorded.
+	withdrawn map[string]bool
+}
+
+// member is one agent as the failure detector sees it.
+type member struct {
+	live     bool
+	term     string
+	tookOver []string // claimKey()s of the records it answers for unrecorded
+}
+
+// holding is the announcement Lease of a group: who holds it, in which term.
+type holding struct {
+	holder, term string
+	version      string // resourceVersion, for conditional writes
+}
+
+func (r holding) key() string { return r.holder + "/" + r.term }
+
+// claimKey names, in a member's metadata, one group it took over from the
+// record key without recording it: the record and a short hash of the
+// group. The record alone would claim every group of a dead holder, and
+// keep a second survivor from taking the others while the API server is
+// away. A hash collision only makes another node wait.
+func claimKey(group, record string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(group))
+	return fmt.Sprintf("%s#%08x", record, h.Sum32())
+}
+
+// write is a change of a group's Lease: conditional on fromVersion ("" to
+// create it).
+type write struct {
+	group, holder, term, fromVersion string
+	why                              string
+}
+
+// decision is one group's outcome on this node, with the reason that
+// herald-dbg shows.
+type decision struct {
+	owner    string // placement's choice among the live candidates
+	announce bool   // this node answers for it
+	withdraw bool   // this node hands it over: entries out first
+	why      string
+}
+
+// plan is a decision round's outcome.
+type plan struct {
+	decisions map[string]decision
+	writes    []write
+	took      map[string]string // the unrecorded takeovers after this round
+}
+
+// decide is the ownership protocol, pure: who answers for each group, and
+// which Lease writes move or record ownership. The rules:
+//
+//   - The owner a group should have is a function of the live candidates
+//     and the holders the Leases name (place): every agent that has read
+//     the same Leases computes the same one.
+//   - A node answers for a group only while it holds it: the group's Lease
+//     names it in its current term, or it took the group over while the
+//     API server was unreachable (and nobody recorded another holder
+//     since). Holding is never inferred from memory alone.
+//   - A group whose holder is dead, or whose Lease names a term its holder
+//     no longer has, or that has no holder, is taken by its owner: by a
+//     write conditional on the version read (two agents with different
+//     views cannot both win), or, with the API server unreachable,
+//     directly, announced to the peers as a takeover so that no one else
+//     takes it from the same record.
+//   - A live holder keeps a group until it hands it over: it withdraws
+//     its entries first, then writes the new holder into the Lease; the
+//     new owner answers when it reads that. Without the API server nothing
+//     moves between live nodes.
+//   - A Lease that its holder renews, which this election never does, is
+//     held by an agent of the Lease election: it is not taken over until
+//     the renewals stop for its duration.
+//   - Nothing is answered, taken or handed over without a fresh fence.
+func decide(v view) plan {
+	live := map[string]bool{}
+	for n, m := range v.members {
+		if m.live {
+			live[n] = true
+		}
+	}
+	placeable := make([]Placeable, 0, len(v.groups))
+	for _, g := range v.groups {
+		var nodes []string
+		for _, n := range g.Nodes {
+			if live[n] {
+				nodes = append(nodes, n)
+			}
+		}
+		// The holder the Lease names, in the term it still has: a group
+		// stays with it while it carries no more than its share.
+		holder := ""
+		if rec, ok := v.records[g.Group]; ok && rec.holder != "" && live[rec.holder] && v.members[rec.holder].term == rec.term {
+			holder = rec.holder
+		}
+		placeable = append(placeable, Placeable{Group: g.Group, Nodes: nodes, Holder: holder})
+	}
+	owners := place(placeable)
+
+	// Records that some live member answers for without having recorded
+	// it: their groups are not free, whatever the Lease says. A member
+	// whose list did not fit into its metadata claims every record.
+	claimed := map[string]string{}
+	claimsAll := ""
+	for n, m := range v.members {
+		if m.live && n != v.self {
+			for _, k := range m.tookOver {
+				claimed[k] = n
+				if k == tookMany {
+					claimsAll = n
+				}
+			}
+		}
+	}
+
+	p := plan{decisions: map[string]decision{}, took: map[string]string{}}
+	for _, g := range v.groups {
+		owner := owners[g.Group]
+		rec, hasRec := v.records[g.Group]
+		d := decision{owner: owner}
+		mine := hasRec && v.term != "" && rec.holder == v.self && rec.term == v.term
+		took, tookIt := v.took[g.Group]
+		tookIt = tookIt && took == rec.key() && !mine
+		if tookIt {
+			p.took[g.Group] = took
+		}
+		candidate := slices.Contains(g.Nodes, v.self)
+		switch {
+		case !v.fresh:
+			d.why = "not answering: this node's liveness is not confirmed"
+		case mine || tookIt:
+			switch {
+			case !candidate || (owner != "" && owner != v.self):
+				d.withdraw = true
+				target, targetTerm := owner, ""
+				if m, ok := v.members[owner]; ok {
+					targetTerm = m.term
+				}
+				switch {
+				case !v.apiUp:
+					// Keep answering: a handover needs the Lease.
+					d.withdraw, d.announce = false, candidate
+					d.why = fmt.Sprintf("held; would hand over to %s once the API server is reachable", dashIfEmpty(owner))
+				case !v.mayMove:
+					// Placement over a partial view: nothing moves.
+					d.withdraw, d.announce = false, candidate
+					d.why = "held; nothing moves while no majority of the nodes is alive in this node's view"
+				case owner == "" || targetTerm == "":
+					d.why = "released: this node may no longer announce it and no live node may"
+					target, targetTerm = "", ""
+					fallthrough
+				default:
+					if d.why == "" {
+						d.why = fmt.Sprintf("handing over to %s (placement)", target)
+					}
+					if v.withdrawn[g.Group] {
+						p.writes = append(p.writes, write{group: g.Group, holder: target, term: targetTerm, fromVersion: rec.version, why: d.why})
+					}
+				}
+			default:
+				d.announce = true
+				d.why = "held by this node"
+				if tookIt && v.apiUp {
+					p.writes = append(p.writes, write{group: g.Group, holder: v.self, term: v.term, fromVersion: rec.version,
+						why: "recording the takeover of " + took})
+				}
+			}
+		case !v.mayMove:
+			d.why = "not taking groups over: no majority of the nodes is alive in this node's view"
+		case owner != v.self:
+			d.why = fmt.Sprintf("owner %s", dashIfEmpty(owner))
+			if hasRec && rec.holder != "" {
+				d.why += ", held by " + rec.holder
+			}
+		case hasRec && rec.holder != "" && v.members[rec.holder].live && v.members[rec.holder].term == rec.term:
+			d.why = fmt.Sprintf("owner this node; waiting for %s to hand it over", rec.holder)
+		case hasRec && rec.holder != "" && v.renewed[g.Group]:
+			// Taking it would start a fight with that agent's renewals
+			// (see Documentation/l2-announcements.md, "Switching the
+			// election"): it is left alone until it stops renewing.
+			d.why = fmt.Sprintf("owner this node; %s renews the Lease (an agent of the Lease election?): not taken until it stops", rec.holder)
+		case hasRec && claimed[claimKey(g.Group, rec.key())] != "":
+			d.why = fmt.Sprintf("owner this node; waiting for %s, which took it over from %s", claimed[claimKey(g.Group, rec.key())], rec.key())
+		case hasRec && claimed[rec.key()] != "":
+			// An agent before per-group claims: it claims every group of
+			// the record.
+			d.why = fmt.Sprintf("owner this node; waiting for %s, which took over groups of %s", claimed[rec.key()], rec.key())
+		case hasRec && claimsAll != "":
+			d.why = fmt.Sprintf("owner this node; waiting for %s, which took over more groups than it can list", claimsAll)
+		case v.apiUp:
+			why := "taking it (no holder)"
+			if hasRec && rec.holder != "" {
+				why = fmt.Sprintf("taking it over from %s (%s)", rec.key(), gone(v.members[rec.holder]))
+			}
+			d.why = why
+			p.writes = append(p.writes, write{group: g.Group, holder: v.self, term: v.term, fromVersion: rec.version, why: why})
+		default:
+			d.announce = true
+			d.why = fmt.Sprintf("took it over from %s while the API server is unreachable", rec.key())
+			p.took[g.Group] = rec.key()
+		}
+		p.decisions[g.Group] = d
+	}
+	return p
+}
+
+func gone(m member) string {
+	if !m.live {
+		return "dead"
+	}
+	return "its term ended"
+}
+
+func dashIfEmpty(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,102 @@
+package elector
+
+import (
+	"fmt"
+	"time"
+)
+
+// fence is this node's right to answer, as one unbroken stretch of
+// confirmed liveness: a term. Evidence (a peer's echo, the node's own
+// Lease renewal) says until when the node may answer, and until when
+// nobody can have taken its groups (hold, at least as late); evidence
+// arriving while the term holds extends it, evidence arriving after it
+// ran out starts a new term, under a new name. Whatever the node held in
+// the old term is void: meanwhile the others may have declared it dead
+// and taken over.
+type fence struct {
+	term  string
+	until time.Time // it may answer until then
+	hold  time.Time // the term lasts until then
+	since time.Time // when the term began
+	// newTerm names a term; random, so that a restarted agent never
+	// reuses the name of one of its earlier terms.
+	newTerm func() string
+}
+
+// advance records evidence, read at now, that the node may answer until
+// until and that nobody can take its groups before hold. It reports
+// whether a new term started.
+func (f *fence) advance(now, until, hold time.Time) bool {
+	if until.After(hold) {
+		hold = until
+	}
+	if !hold.After(now) {
+		return false // stale: it expired before it was read
+	}
+	if f.term != "" && f.hold.After(now) {
+		if until.After(f.until) {
+			f.until = until
+		}
+		if hold.After(f.hold) {
+			f.hold = hold
+		}
+		return false
+	}
+	f.term, f.until, f.hold, f.since = f.newTerm(), until, hold, now
+	return true
+}
+
+// valid reports whether the node may answer at now.
+func (f *fence) valid(now time.Time) bool { return f.term != "" && now.Before(f.until) }
+
+// standing is what this node may do, and why.
+type standing struct {
+	until time.Time // it may answer until then
+	// hold: nobody can take its groups before then (zero: until); it
+	// keeps its term while it does not answer.
+	hold time.Time
+	// mayMove: it may take groups over and hand them over; otherwise it
+	// only keeps answering for what it holds.
+	mayMove bool
+	why     string
+}
+
+// judge decides a node's standing from the members alive in its view
+// (itself included), the size of the cluster as far as it knows it, the
+// deadline its peers' confirmations give and the one its own node Lease
+// gives (zero: not renewed). See Documentation/l2-announcements.md, "How a
+// node knows it may answer":
+//   - a strict majority alive: it acts while its peers confirm it; with
+//     two nodes it keeps its term (not answering) while it renews its own
+//     node Lease, as the other takes nothing from it meanwhile: the term
+//     outlasts the moment between the other failing, when confirmations
+//     stop, and its being declared dead;
+//   - alone in the cluster: it acts while it renews its own node Lease;
+//   - no majority on either side (two nodes, or an even split): it keeps
+//     what it holds while it renews its own node Lease; nobody else can
+//     take it, as no majority can form without it, and no one is alone
+//     while its Lease is renewed;
+//   - otherwise (a minority, a majority elsewhere may take its groups): it
+//     stops answering.
+func judge(live, universe int, confirmed, ownLease time.Time) standing {
+	switch {
+	case universe <= 1:
+		if ownLease.IsZero() {
+			return standing{why: "alone, and this node's Lease is not renewed"}
+		}
+		return standing{until: ownLease, mayMove: true, why: "alone, and this node's Lease is renewed"}
+	case 2*live > universe && live >= 2:
+		st := standing{until: confirmed, mayMove: true, why: fmt.Sprintf("%d of %d nodes alive, peers confirm this node", live, universe)}
+		// The Lease holds the term, but does not extend the answers: a
+		// third node joining would make a majority of two without this
+		// one.
+		if 2*(universe-1) <= universe {
+			st.hold = ownLease
+		}
+		return st
+	case 2*(universe-live) <= universe && !ownLease.IsZero():
+		return standing{until: ownLease, why: fmt.Sprintf("%d of %d nodes alive: no majority on either side; keeping what this node holds while its Lease is renewed", live, universe)}
+	default:
+		return standing{why: fmt.Sprintf("only %d of %d nodes alive in this node's view: not a majority", live, universe)}
+	}
+}

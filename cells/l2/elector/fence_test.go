@@ -1,0 +1,84 @@
+package elector
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestFence(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	n := 0
+	f := &fence{newTerm: func() string { n++; return fmt.Sprint("t", n) }}
+
+	steps := []struct {
+		name      string
+		now       int // ms
+		until     int // ms
+		hold      int // ms; 0: none
+		newTerm   bool
+		term      string
+		validAt   int
+		wantValid bool
+	}{
+		{"first evidence starts a term", 0, 300, 0, true, "t1", 100, true},
+		{"evidence within the term extends it", 200, 500, 0, false, "t1", 450, true},
+		{"older evidence never shortens it", 250, 400, 0, false, "t1", 450, true},
+		{"stale evidence (expired before it was read) is ignored", 600, 550, 0, false, "t1", 600, false},
+		{"after a gap, evidence starts a new term", 700, 1000, 0, true, "t2", 900, true},
+		{"the term ends exactly at its deadline", 800, 900, 0, false, "t2", 1000, false},
+		{"a hold beyond the deadline keeps the term", 900, 950, 2000, false, "t2", 1000, false},
+		{"answers resume in the held term", 1500, 1800, 0, false, "t2", 1700, true},
+		{"stale answers with a hold: same term, silent", 1900, 1850, 2500, false, "t2", 1900, false},
+		{"after the hold ran out, a new term", 2600, 2900, 0, true, "t3", 2700, true},
+		{"a hold alone starts a term, silent", 3000, 0, 3500, true, "t4", 3100, false},
+	}
+	for _, s := range steps {
+		hold := time.Time{}
+		if s.hold != 0 {
+			hold = at(s.hold)
+		}
+		got := f.advance(at(s.now), at(s.until), hold)
+		if got != s.newTerm || f.term != s.term {
+			t.Fatalf("%s: newTerm=%v term=%s, want %v %s", s.name, got, f.term, s.newTerm, s.term)
+		}
+		if v := f.valid(at(s.validAt)); v != s.wantValid {
+			t.Fatalf("%s: valid at %dms = %v, want %v", s.name, s.validAt, v, s.wantValid)
+		}
+	}
+}
+
+func TestJudge(t *testing.T) {
+	confirmed, own := time.Unix(100, 0), time.Unix(200, 0)
+	for _, tc := range []struct {
+		name           string
+		live, universe int
+		own            time.Time
+		until          time.Time
+		mayMove        bool
+	}{
+		{"three of three: peers confirm", 3, 3, own, confirmed, true},
+		{"two of three: still a majority", 2, 3, own, confirmed, true},
+		{"two of two: peers confirm, the Lease holds the term", 2, 2, own, confirmed, true},
+		{"one of three: the other two may take over; stop", 1, 3, own, time.Time{}, false},
+		{"alone in a cluster of one, Lease renewed", 1, 1, own, own, true},
+		{"alone, Lease not renewed", 1, 1, time.Time{}, time.Time{}, false},
+		{"one of two: keep what is held while the Lease is renewed", 1, 2, own, own, false},
+		{"one of two without the API server: stop", 1, 2, time.Time{}, time.Time{}, false},
+		{"two of four: even split, keep", 2, 4, own, own, false},
+		{"two of five: a majority may exist elsewhere; stop", 2, 5, own, time.Time{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := judge(tc.live, tc.universe, confirmed, tc.own)
+			if !st.until.Equal(tc.until) || st.mayMove != tc.mayMove {
+				t.Errorf("until %v mayMove %v (%s), want %v %v", st.until, st.mayMove, st.why, tc.until, tc.mayMove)
+			}
+			// Only with two nodes does the Lease hold a term the peers
+			// confirm.
+			if wantHold := tc.live == 2 && tc.universe == 2; !st.hold.IsZero() != wantHold || (wantHold && !st.hold.Equal(tc.own)) {
+				t.Errorf("hold %v, want the Lease's end only with two of two alive", st.hold)
+			}
+		})
+	}
+}

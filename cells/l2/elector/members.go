@@ -1,0 +1,363 @@
+package elector
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+// The failure detector's timings, and the window a peer's confirmation
+// opens (see Documentation/l2-announcements.md, "How a node knows it may
+// answer").
+//
+// memberlist declares a node dead only when a suspicion of it has run
+// its course: a node suspects another when a probe of it got no ack
+// (direct, indirect or over TCP) within ProbeInterval, or when it hears
+// of another node's suspicion; the suspicion ends in death after at least
+// minSuspicion (suspicionMult × ProbeInterval below ten nodes, more above;
+// suspicionMax times that until a second node suspects too), unless the
+// accused refutes it first. A running node refutes as soon as an
+// accusation reaches it, and the accuser attaches one to each probe it
+// sends it and gossips it, a few times, every gossipInterval.
+//
+// A node answers until confirmWindow after it sent an echo request that a
+// peer answered. A peer answers for a node its memberlist lists, i.e. not
+// dead and not left in its view; memberlist does not say whether it
+// suspects it (Node.State is never updated: nodeState.State shadows it),
+// so the answer cannot mean "not suspected". What the window guarantees:
+// a suspicion that starts after the request was sent ends in a death no
+// sooner than minSuspicion later, when this node has fallen silent; the
+// new owner then still writes the Lease and probes the address before it
+// answers. What it does not cover: a suspicion already running when the
+// request was sent, by a node that a second one confirmed, whose
+// accusations and this node's refutations were all lost although the
+// echo went through. Strict would take every peer confirming that it does
+// not suspect this node, which memberlist's API cannot tell.
+const (
+	probeInterval  = 100 * time.Millisecond
+	probeTimeout   = 50 * time.Millisecond
+	suspicionMult  = 3
+	suspicionMax   = 2 // × the minimum, when no other node confirms
+	gossipInterval = 50 * time.Millisecond
+	minSuspicion   = suspicionMult * probeInterval
+	confirmWindow  = minSuspicion
+	// echoInterval: how often this node asks a peer to confirm it; a few
+	// lost packets in a row stay within confirmWindow.
+	echoInterval = 50 * time.Millisecond
+	// joinInterval: how often nodes not in the cluster are asked to join.
+	joinInterval = time.Second
+)
+
+// nodeMeta is what each member publishes to the others (memberlist node
+// metadata, at most memberlist.MetaMaxSize bytes).
+type nodeMeta struct {
+	Term     string   `json:"t"`
+	Devices  []string `json:"d,omitempty"`
+	TookOver []string `json:"o,omitempty"`
+}
+
+// tookMany replaces the list of unrecorded takeovers when it does not fit
+// into the metadata: the peers then take nothing from dead holders' terms.
+const tookMany = "*"
+
+// members runs this node's memberlist: the failure detector, the
+// metadata, and the echoes that confirm this node is alive in its peers'
+// view.
+type members struct {
+	log  *slog.Logger
+	self string
+	ml   atomic.Pointer[memberlist.Memberlist]
+
+	mu       sync.Mutex
+	meta     nodeMeta
+	states   map[string]*tables.L2Member
+	seq      uint64
+	sent     map[uint64]time.Time
+	echoedAt time.Time // send time of the latest answered echo request
+	version  uint64    // counts changes of states
+	changed  chan struct{}
+}
+
+func newMembers(log *slog.Logger, self string) *members {
+	return &members{log: log, self: self, states: map[string]*tables.L2Member{}, sent: map[uint64]time.Time{}, changed: make(chan struct{}, 1)}
+}
+
+// start binds the member port and starts the failure detector.
+func (m *members) start(advertise netip.Addr, port int, secret []byte) error {
+	c := memberlist.DefaultLANConfig()
+	c.Name = m.self
+	c.BindAddr = "0.0.0.0"
+	if advertise.Is6() {
+		c.BindAddr = "::"
+	}
+	c.BindPort, c.AdvertisePort = port, port
+	c.AdvertiseAddr = advertise.String()
+	c.ProbeInterval, c.ProbeTimeout = probeInterval, probeTimeout
+	c.SuspicionMult, c.SuspicionMaxTimeoutMult = suspicionMult, suspicionMax
+	c.GossipInterval = gossipInterval
+	c.GossipToTheDeadTime = 10 * time.Second
+	c.PushPullInterval = 10 * time.Second
+	c.TCPTimeout = time.Second
+	// The peer secret becomes the AES-256 key: every packet is encrypted
+	// and authenticated, and packets without it are dropped.
+	key := sha256.Sum256(secret)
+	c.SecretKey = key[:]
+	c.GossipVerifyIncoming, c.GossipVerifyOutgoing = true, true
+	c.Delegate = m
+	c.Events = m
+	c.Logger = log.New(slogWriter{m.log}, "", 0)
+	ml, err := memberlist.Create(c)
+	if err != nil {
+		return fmt.Errorf("starting the member protocol on port %d: %w", port, err)
+	}
+	m.ml.Store(ml)
+	return nil
+}
+
+// stop leaves the cluster, so the peers take over at once instead of after
+// suspicion, then closes the port.
+func (m *members) stop() {
+	ml := m.ml.Load()
+	if ml == nil {
+		return
+	}
+	if err := ml.Leave(time.Second); err != nil {
+		m.log.Warn("Leaving the member cluster failed", "error", err)
+	}
+	_ = ml.Shutdown()
+}
+
+// setMeta publishes new metadata to the peers, if it changed.
+func (m *members) setMeta(meta nodeMeta) {
+	m.mu.Lock()
+	same := m.meta.Term == meta.Term && slices.Equal(m.meta.Devices, meta.Devices) && slices.Equal(m.meta.TookOver, meta.TookOver)
+	m.meta = meta
+	m.mu.Unlock()
+	ml := m.ml.Load()
+	if same || ml == nil {
+		return
+	}
+	if err := ml.UpdateNode(time.Second); err != nil {
+		m.log.Warn("Publishing member metadata failed", "error", err)
+	}
+}
+
+// join asks the member port of each address to let this node in.
+func (m *members) join(addrs []string) {
+	ml := m.ml.Load()
+	if len(addrs) == 0 || ml == nil {
+		return
+	}
+	if n, err := ml.Join(addrs); err != nil && n == 0 {
+		m.log.Debug("Joining peers failed", "peers", addrs, "error", err)
+	}
+}
+
+// echo asks the next peer to confirm that this node is a member in its
+// view. Peers are taken in turn: with k peers each is asked every k
+// intervals, and one answer per confirmWindow is enough.
+func (m *members) echo(turn int) {
+	ml := m.ml.Load()
+	if ml == nil {
+		return
+	}
+	var peers []*memberlist.Node
+	for _, n := range ml.Members() {
+		if n.Name != m.self {
+			peers = append(peers, n)
+		}
+	}
+	if len(peers) == 0 {
+		return
+	}
+	slices.SortFunc(peers, func(a, b *memberlist.Node) int { return strings.Compare(a.Name, b.Name) })
+	peer := peers[turn%len(peers)]
+	m.mu.Lock()
+	m.seq++
+	seq := m.seq
+	// The send time is taken before the send: a pause after it only makes
+	// the confirmation older, never younger.
+	m.sent[seq] = time.Now()
+	for s, at := range m.sent {
+		if time.Since(at) > confirmWindow {
+			delete(m.sent, s)
+		}
+	}
+	m.mu.Unlock()
+	_ = ml.SendBestEffort(peer, echoMessage(echoRequest, seq, m.self))
+}
+
+// confirmedUntil is until when the peers' answers let this node answer.
+func (m *members) confirmedUntil() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.echoedAt.IsZero() {
+		return time.Time{}
+	}
+	return m.echoedAt.Add(confirmWindow)
+}
+
+// snapshot returns the members as rows, and a version that changes with
+// them.
+func (m *members) snapshot() ([]*tables.L2Member, uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*tables.L2Member, 0, len(m.states))
+	for _, s := range m.states {
+		c := *s
+		out = append(out, &c)
+	}
+	return out, m.version
+}
+
+func (m *members) wake() {
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Echo messages: a request carries a sequence number and the sender's
+// name; a peer answers only if the sender is a member in its view (not
+// dead, not left), so an answer means "not declared dead by me", not just
+// "reachable". It cannot mean "not suspected by me": see confirmWindow.
+const (
+	echoRequest byte = 1
+	echoReply   byte = 2
+)
+
+func echoMessage(kind byte, seq uint64, from string) []byte {
+	b := make([]byte, 9, 9+len(from))
+	b[0] = kind
+	binary.BigEndian.PutUint64(b[1:], seq)
+	return append(b, from...)
+}
+
+// NotifyMsg handles echo messages (memberlist.Delegate).
+func (m *members) NotifyMsg(b []byte) {
+	if len(b) < 9 {
+		return
+	}
+	seq, from := binary.BigEndian.Uint64(b[1:9]), string(b[9:])
+	switch b[0] {
+	case echoRequest:
+		ml := m.ml.Load()
+		if ml == nil {
+			return
+		}
+		if n := memberNamed(ml.Members(), from); n != nil {
+			_ = ml.SendBestEffort(n, echoMessage(echoReply, seq, m.self))
+		}
+	case echoReply:
+		m.mu.Lock()
+		at, ok := m.sent[seq]
+		delete(m.sent, seq)
+		if ok && at.After(m.echoedAt) {
+			m.echoedAt = at
+		}
+		m.mu.Unlock()
+		if ok {
+			m.wake()
+		}
+	}
+}
+
+// memberNamed returns the member called name, or nil. memberlist's
+// Members() leaves out the nodes it holds dead or left and lists the ones
+// it suspects, all with State StateAlive (the field is not kept current).
+func memberNamed(members []*memberlist.Node, name string) *memberlist.Node {
+	for _, n := range members {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// NodeMeta returns this node's metadata (memberlist.Delegate).
+func (m *members) NodeMeta(limit int) []byte {
+	m.mu.Lock()
+	meta := m.meta
+	m.mu.Unlock()
+	b, _ := json.Marshal(meta)
+	if len(b) > limit {
+		meta.TookOver = []string{tookMany}
+		b, _ = json.Marshal(meta)
+	}
+	if len(b) > limit {
+		meta.Devices = nil
+		b, _ = json.Marshal(meta)
+	}
+	return b
+}
+
+func (m *members) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (m *members) LocalState(join bool) []byte                { return nil }
+func (m *members) MergeRemoteState(buf []byte, join bool)     {}
+
+// NotifyJoin, NotifyLeave and NotifyUpdate keep the member rows
+// (memberlist.EventDelegate). The event says the state: the Node's State
+// field is not kept current by memberlist.
+func (m *members) NotifyJoin(n *memberlist.Node)   { m.record(n, tables.MemberAlive) }
+func (m *members) NotifyLeave(n *memberlist.Node)  { m.record(n, tables.MemberDead) }
+func (m *members) NotifyUpdate(n *memberlist.Node) { m.record(n, tables.MemberAlive) }
+
+func (m *members) record(n *memberlist.Node, state string) {
+	var meta nodeMeta
+	if err := json.Unmarshal(n.Meta, &meta); err != nil && len(n.Meta) > 0 {
+		m.log.Warn("Unreadable member metadata", "member", n.Name, "error", err)
+	}
+	addr, _ := netip.AddrFromSlice(n.Addr)
+	m.mu.Lock()
+	old := m.states[n.Name]
+	row := &tables.L2Member{Node: n.Name, Addr: netip.AddrPortFrom(addr.Unmap(), n.Port), State: state, Since: time.Now(),
+		Term: meta.Term, Devices: meta.Devices, TookOver: meta.TookOver, Self: n.Name == m.self}
+	if old != nil && old.State == state {
+		row.Since = old.Since
+	}
+	m.states[n.Name] = row
+	m.version++
+	m.mu.Unlock()
+	if old == nil || old.State != state {
+		m.log.Info("Member changed state", "member", n.Name, "state", state, "term", meta.Term)
+	}
+	m.wake()
+}
+
+// slogWriter sends memberlist's log lines to the agent's log, at debug
+// level: its warnings about single lost packets are routine.
+type slogWriter struct{ log *slog.Logger }
+
+func (w slogWriter) Write(b []byte) (int, error) {
+	w.log.Debug(strings.TrimSpace(string(b)), "component", "memberlist")
+	return len(b), nil
+}
+
+var _ io.Writer = slogWriter{}
+
+// peerAddrs are the member addresses of the nodes not in the cluster.
+func peerAddrs(nodes []*tables.Node, live map[string]bool, self string, port int) []string {
+	var out []string
+	for _, n := range nodes {
+		if n.Name == self || live[n.Name] || len(n.InternalIPs) == 0 {
+			continue
+		}
+		out = append(out, net.JoinHostPort(n.InternalIPs[0].String(), fmt.Sprint(port)))
+	}
+	return out
+}

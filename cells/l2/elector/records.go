@@ -1,0 +1,58 @@
+package elector
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+// errConflict: the Lease changed since the decision was made; the write
+// did not happen, the next round decides again from what it reads.
+var errConflict = errors.New("the Lease changed since it was read")
+
+// writeRecord writes the holder of a group into its announcement Lease,
+// conditional on the version the decision was made from ("" to create
+// it). It returns the new resourceVersion.
+func writeRecord(ctx context.Context, leases coordinationclient.LeaseInterface, w write, duration time.Duration) (string, error) {
+	now := metav1.NewMicroTime(time.Now())
+	secs := int32(duration / time.Second)
+	l := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: w.group, ResourceVersion: w.fromVersion,
+			Annotations: map[string]string{tables.L2TermAnnotation: w.term}},
+		Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
+	}
+	if w.holder != "" {
+		l.Spec.HolderIdentity = &w.holder
+	}
+	var out *coordinationv1.Lease
+	var err error
+	if w.fromVersion == "" {
+		out, err = leases.Create(ctx, l, metav1.CreateOptions{})
+	} else {
+		out, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	}
+	switch {
+	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err):
+		return "", errConflict
+	case err != nil:
+		return "", err
+	}
+	return out.ResourceVersion, nil
+}
+
+// deleteRecord deletes the Lease of a group that is gone, if it is still
+// at version.
+func deleteRecord(ctx context.Context, leases coordinationclient.LeaseInterface, name, version string) error {
+	err := leases.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &version}})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return errConflict
+	}
+	return err
+}

@@ -1,0 +1,65 @@
+package elector
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/tables"
+)
+
+// electionTimings are the timings of every announcement Lease election,
+// derived from the flags. They are this cell's fencing contract: a node
+// answers for a Lease's IPs only until RenewDeadline after it *sent* its
+// last successful renewal (a renewal whose answer is read late, after a
+// freeze, counts from when it was sent, so it may already have expired).
+// That deadline is the earlier of
+//   - the renew deadline, the spec's "how long the node keeps trying to
+//     renew before giving up", and
+//   - the lease duration as the Lease records it (whole seconds), minus a
+//     second for that rounding and a retry period of margin: the others
+//     take the Lease over a lease duration after they saw its last renewal,
+//     which is after it was sent.
+func electionTimings(l agentconfig.L2Leases) tables.LeaseTimings {
+	duration := l.L2AnnouncementsLeaseDuration.Truncate(LeaseTimeResolution)
+	fresh := duration - LeaseTimeResolution - l.L2AnnouncementsRetryPeriod
+	return tables.LeaseTimings{
+		Duration:      duration,
+		RenewDeadline: min(l.L2AnnouncementsRenewDeadline, fresh),
+		RetryPeriod:   l.L2AnnouncementsRetryPeriod,
+	}
+}
+
+// LeaseTimeResolution is the precision of the times in a Lease as nodes
+// compare them: a follower may see a renewal up to this much late.
+const LeaseTimeResolution = time.Second
+
+// effectiveDuration is the lease duration as the Lease records it, in whole
+// seconds (leaseDurationSeconds): what other nodes go by.
+func effectiveDuration(c agentconfig.L2Leases) time.Duration {
+	return c.L2AnnouncementsLeaseDuration.Truncate(time.Second)
+}
+
+// validateLeases applies the spec's rules, and one more: the lease duration must
+// exceed 1s plus two retry periods, so that a holder's renewals (one per
+// retry period) stay within what a node may trust (electionTimings).
+// Shorter leases were measured to let two nodes answer for the same IP
+// during handovers.
+func validateLeases(c agentconfig.L2Leases) error {
+	d, r, p := c.L2AnnouncementsLeaseDuration, c.L2AnnouncementsRenewDeadline, c.L2AnnouncementsRetryPeriod
+	switch {
+	case d <= time.Second:
+		return fmt.Errorf("l2-announcements-lease-duration (%s) must be greater than 1s", d)
+	case effectiveDuration(c) <= LeaseTimeResolution+2*p:
+		return fmt.Errorf("l2-announcements-lease-duration (%s) must be greater than 1s plus twice l2-announcements-retry-period (%s), in whole seconds: Leases record time in whole seconds", d, p)
+	case d <= r:
+		return fmt.Errorf("l2-announcements-lease-duration (%s) must be larger than l2-announcements-renew-deadline (%s)", d, r)
+	case p < time.Nanosecond:
+		return fmt.Errorf("l2-announcements-retry-period (%s) must be at least 1ns", p)
+	case r < time.Nanosecond:
+		return fmt.Errorf("l2-announcements-renew-deadline (%s) must be at least 1ns", r)
+	case float64(r) <= 1.2*float64(p):
+		return fmt.Errorf("l2-announcements-renew-deadline (%s) must be larger than l2-announcements-retry-period (%s) by at least 20%%", r, p)
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+package responder
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/hive/job"
+	"github.com/cilium/statedb"
+	"github.com/cilium/statedb/reconciler"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/heraldlb/herald/bpf"
+	"github.com/heraldlb/herald/cells/internal/neigh"
+	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/tables"
+)
+
+type params struct {
+	cell.In
+
+	Config    Config
+	Agent     agentconfig.Config
+	Log       *slog.Logger
+	DB        *statedb.DB
+	Jobs      job.Group
+	Lifecycle cell.Lifecycle
+	Reconcile reconciler.Params
+	Devices   statedb.Table[*tables.Device]
+	Announce  statedb.RWTable[*tables.L2AnnounceEntry]
+	Health    statedb.Table[*tables.L2LeaseHealth]
+	Events    record.EventRecorder
+	Metrics   prometheus.Registerer `optional:"true"`
+}
+
+func registerResponder(p params) error {
+	if !p.Agent.EnableL2Announcements {
+		return nil
+	}
+	if err := p.Config.validate(); err != nil {
+		return err
+	}
+	h := &handle{}
+	p.Lifecycle.Append(cell.Hook{
+		OnStart: func(cell.HookContext) error {
+			if err := bpf.EnsureBPFFS(p.Config.BPFRoot); err != nil {
+				return err
+			}
+			r, err := bpf.Load(bpf.Mode(p.Config.L2ResponderMode), filepath.Join(p.Config.BPFRoot, "herald"))
+			if err != nil {
+				return err
+			}
+			h.set(r)
+			// Entries pinned by a previous run are for Leases this agent does
+			// not hold (yet): forget them before anything is attached.
+			stale, err := r.Entries()
+			if err != nil {
+				return err
+			}
+			for _, e := range stale {
+				if err := r.Delete(e.IP, e.Ifindex); err != nil {
+					return err
+				}
+			}
+			// Silent until the elector publishes a deadline.
+			return r.Heartbeat(0)
+		},
+		OnStop: func(cell.HookContext) error {
+			// Detaches every program: a stopped agent answers for nothing.
+			return h.get().Close()
+		},
+	})
+
+	// The heartbeat is a deadline: the program answers until the moment
+	// the elector (cells/l2/elector) says this node may answer, and no
+	// longer. It is pushed forward as soon as the elector publishes a later
+	// one; after a freeze, or when the node's liveness cannot be confirmed,
+	// it runs out and the program falls silent by itself, even before the
+	// agent notices.
+	p.Jobs.Add(job.OneShot("heartbeat", func(ctx context.Context, health cell.Health) error {
+		lastFailed, first := false, true
+		for {
+			lh, _, changed, ok := p.Health.GetWatch(p.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query(p.Agent.Node()))
+			var err error
+			if ok && time.Until(lh.FreshUntil) > 0 {
+				err = h.get().HeartbeatUntil(lh.FreshUntil)
+			}
+			// Health changes only when the outcome does: this loop runs on
+			// every renewal.
+			if failing := err != nil; failing != lastFailed || first {
+				if failing {
+					health.Degraded("cannot refresh the heartbeat", err)
+				} else {
+					health.OK("heartbeat refreshed")
+				}
+				lastFailed, first = failing, false
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-changed:
+			}
+		}
+	}))
+
+	m := newMetrics(h, p.Agent.Node())
+	if p.Metrics != nil {
+		p.Metrics.MustRegister(m)
+	}
+	cf := newConflicts(p.Agent.Node(), p.Log, p.Events)
+	if p.Metrics != nil {
+		p.Metrics.MustRegister(cf.counter)
+	}
+	nd := neigh.NewNDP()
+	p.Lifecycle.Append(cell.Hook{OnStop: func(cell.HookContext) error { return nd.Close() }})
+	ops := &mapOps{h: h, log: p.Log, ndp: nd, conflicts: cf,
+		probe: func(ifindex int, self net.HardwareAddr, ips []netip.Addr) (map[netip.Addr]net.HardwareAddr, error) {
+			return neigh.Probe(ifindex, self, ips, probeWait)
+		}}
+	ops.announce = func(ifindex int, mac net.HardwareAddr, ips []netip.Addr) error {
+		var v4 []netip.Addr
+		var errs []error
+		for _, ip := range ips {
+			if ip.Is4() {
+				v4 = append(v4, ip)
+				continue
+			}
+			if err := nd.Advertise(ifindex, ip, mac); err != nil {
+				errs = append(errs, err)
+			} else {
+				m.unsolicitedNAs.Inc()
+			}
+		}
+		// One socket for all of them (see neigh.SendGratuitousARPs).
+		if err := neigh.SendGratuitousARPs(ifindex, mac, v4...); err != nil {
+			errs = append(errs, err)
+		} else {
+			m.garps.Add(float64(len(v4)))
+		}
+		return errors.Join(errs...)
+	}
+	// What the program notices while this node answers: another host
+	// speaking for one of its addresses.
+	p.Jobs.Add(job.Timer("conflicts", func(context.Context) error {
+		return cf.poll(h.get(), p.DB.ReadTxn(), p.Announce)
+	}, time.Second))
+	p.Jobs.Add(job.OneShot("attach", func(ctx context.Context, health cell.Health) error {
+		return attachLoop(ctx, p, h, ops, health)
+	}))
+	_, err := reconciler.Register(p.Reconcile, p.Announce,
+		(*tables.L2AnnounceEntry).Clone,
+		(*tables.L2AnnounceEntry).SetStatus,
+		(*tables.L2AnnounceEntry).GetStatus,
+		ops, ops,
+		reconciler.WithRetry(50*time.Millisecond, 10*time.Second),
+		// A full pass every minute removes strays: map entries nobody wants
+		// (left by a crash, or written by hand).
+		reconciler.WithPruning(time.Minute),
+		reconciler.WithRefreshing(time.Minute, nil),
+	)
+	return err
+}
+
+// probeWait is how long a probe for address conflicts listens for answers
+// before this node starts answering (neigh.Probe). A host on the LAN
+// answers within a millisecond; the wait delays a takeover by this much.
+const probeWait = 100 * time.Millisecond
+
+// handle gives the jobs and the metrics the responder loaded at start.
+type handle struct{ r atomic.Pointer[bpf.Responder] }
+
+func (h *handle) get() *bpf.Responder  { return h.r.Load() }
+func (h *handle) set(r *bpf.Responder) { h.r.Store(r) }

@@ -1,0 +1,227 @@
+package cidrallocator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/hive/job"
+	"github.com/cilium/statedb"
+	"github.com/cilium/statedb/reconciler"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heraldlb/herald/api/client/clientset/versioned"
+	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/tables"
+)
+
+// catchUpTimeout bounds one attempt to catch up at the start of a term.
+const catchUpTimeout = time.Minute
+
+type params struct {
+	cell.In
+
+	Config      Config
+	Agent       agentconfig.Config
+	Log         *slog.Logger
+	DB          *statedb.DB
+	Jobs        job.Group
+	Herald      versioned.Interface
+	Leadership  statedb.Table[*tables.Leadership]
+	Freshness   tables.Freshness
+	Pools       statedb.Table[*tables.PodIPPool]
+	CiliumNodes statedb.Table[*tables.CiliumNode]
+	Nodes       statedb.Table[*tables.Node]
+	Decisions   statedb.RWTable[*tables.PodCIDRDecision]
+	PoolStatus  statedb.RWTable[*tables.PodIPPoolStatus]
+	Metrics     prometheus.Registerer `optional:"true"`
+}
+
+func registerAllocator(p params) error {
+	if !p.Agent.MultiPool() {
+		return nil
+	}
+	if err := p.Config.validate(); err != nil {
+		return err
+	}
+	if p.Metrics != nil {
+		p.Metrics.MustRegister(newCollector(p.DB, p.PoolStatus))
+	}
+	p.Jobs.Add(job.OneShot("allocate", func(ctx context.Context, health cell.Health) error {
+		health.OK("following")
+		tables.TermRunner{DB: p.DB, Leadership: p.Leadership, Lease: tables.PodIPAMLease, RetryAfter: time.Second}.Run(ctx,
+			func(ctx context.Context, term uint64) error {
+				health.OK(fmt.Sprintf("leading, term %d", term))
+				return allocate(ctx, p, term)
+			},
+			func(term uint64, err error, termOver bool) {
+				clearDecisions(p)
+				if err != nil && !termOver {
+					p.Log.Error("Pod CIDR allocator could not start its term; retrying", "term", term, "error", err)
+					health.Degraded(fmt.Sprintf("leading, term %d, not allocating", term), err)
+					return
+				}
+				p.Log.Info("Pod CIDR allocator term ended", "term", term)
+				health.OK("following")
+			})
+		clearDecisions(p)
+		return nil
+	}))
+	return nil
+}
+
+// allocate runs one term: catch up, auto-create pools, rebuild the engine
+// from what the CiliumNodes hold, then follow the changes.
+func allocate(ctx context.Context, p params, term uint64) error {
+	if err := waitInitialized(ctx, p.DB, p.Pools, p.CiliumNodes, p.Nodes); err != nil {
+		return err
+	}
+	pools, _ := parseAutoCreate(p.Config.AutoCreateCiliumPodIPPools) // validated at start
+	if created, err := autoCreate(ctx, p.Herald, pools); err != nil {
+		return err
+	} else if len(created) > 0 {
+		p.Log.Info("Created CiliumPodIPPools", "pools", created)
+	}
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
+	err := p.Freshness.CatchUp(cctx, tables.PodIPPoolsTableName, tables.CiliumNodesTableName, tables.NodesTableName)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("catching up with the API server: %w", err)
+	}
+
+	wtxn := p.DB.WriteTxn(p.Pools, p.CiliumNodes, p.Nodes)
+	poolChanges, err := p.Pools.Changes(wtxn)
+	if err != nil {
+		wtxn.Abort()
+		return err
+	}
+	defer poolChanges.Close()
+	cnChanges, err := p.CiliumNodes.Changes(wtxn)
+	if err != nil {
+		wtxn.Abort()
+		return err
+	}
+	defer cnChanges.Close()
+	nodeChanges, err := p.Nodes.Changes(wtxn)
+	if err != nil {
+		wtxn.Abort()
+		return err
+	}
+	defer nodeChanges.Close()
+	wtxn.Commit()
+
+	e := NewEngine()
+	first := true
+	var timer <-chan time.Time
+	for {
+		txn := p.DB.ReadTxn()
+		ps, poolWatch := poolChanges.Next(txn)
+		for ch := range ps {
+			if ch.Deleted {
+				e.DeletePool(ch.Object.Name)
+			} else {
+				e.UpsertPool(ch.Object)
+			}
+		}
+		ns, nodeWatch := nodeChanges.Next(txn)
+		for ch := range ns {
+			e.SetK8sNode(ch.Object.Name, !ch.Deleted)
+		}
+		cns, cnWatch := cnChanges.Next(txn)
+		count := 0
+		for ch := range cns {
+			if ch.Deleted {
+				e.DeleteNode(ch.Object.Name)
+			} else {
+				e.UpsertNode(ch.Object)
+				count++
+			}
+		}
+		if first {
+			p.Log.Info("Restored pod CIDRs from the CiliumNodes", "term", term, "nodes", count, "caught-up-in", time.Since(start).Round(time.Millisecond))
+			first = false
+		}
+		res := e.Evaluate(time.Now())
+		if !res.Empty() {
+			write(p, res, term)
+		}
+		timer = nil
+		if !res.NextCheck.IsZero() {
+			timer = time.After(time.Until(res.NextCheck) + time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-poolWatch:
+		case <-nodeWatch:
+		case <-cnWatch:
+		case <-timer:
+			e.Recheck()
+		}
+	}
+}
+
+// initializable is a table whose initial list may still be pending.
+type initializable interface {
+	Initialized(statedb.ReadTxn) (bool, <-chan struct{})
+}
+
+func waitInitialized(ctx context.Context, db *statedb.DB, tbls ...initializable) error {
+	for {
+		txn := db.ReadTxn()
+		var watch <-chan struct{}
+		done := true
+		for _, t := range tbls {
+			if ok, w := t.Initialized(txn); !ok {
+				done, watch = false, w
+				break
+			}
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-watch:
+		}
+	}
+}
+
+func write(p params, res Result, term uint64) {
+	wtxn := p.DB.WriteTxn(p.Decisions, p.PoolStatus)
+	defer wtxn.Commit()
+	for _, d := range res.Decisions {
+		d = d.Clone()
+		d.Term = term
+		d.Status = reconciler.StatusPending()
+		_, _, _ = p.Decisions.Insert(wtxn, d)
+	}
+	for _, name := range res.DeletedDecisions {
+		if old, _, ok := p.Decisions.Get(wtxn, tables.PodCIDRDecisionNodeIndex.Query(name)); ok {
+			_, _, _ = p.Decisions.Delete(wtxn, old)
+		}
+	}
+	for _, st := range res.PoolStatuses {
+		st = st.Clone()
+		st.Term = term
+		st.Status = reconciler.StatusPending()
+		_, _, _ = p.PoolStatus.Insert(wtxn, st)
+	}
+	for _, name := range res.DeletedPools {
+		if old, _, ok := p.PoolStatus.Get(wtxn, tables.PodIPPoolStatusNameIndex.Query(name)); ok {
+			_, _, _ = p.PoolStatus.Delete(wtxn, old)
+		}
+	}
+}
+
+// clearDecisions empties the tables: decisions belong to one term.
+func clearDecisions(p params) {
+	wtxn := p.DB.WriteTxn(p.Decisions, p.PoolStatus)
+	_ = p.Decisions.DeleteAll(wtxn)
+	_ = p.PoolStatus.DeleteAll(wtxn)
+	wtxn.Commit()
+}
