@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/statedb"
 
+	"github.com/heraldlb/herald/daemon/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -21,6 +22,7 @@ var Cell = cell.Module(
 	"bgp-desired",
 	"Derives the BGP instances and routes of this node",
 
+	cell.Provide(reflections),
 	cell.ProvidePrivate(tables.NewBGPInstancesTable, tables.NewBGPRoutesTable),
 	cell.Provide(
 		statedb.RWTable[*tables.BGPInstance].ToTable,
@@ -28,3 +30,20 @@ var Cell = cell.Module(
 	),
 	cell.Invoke(registerDerivation),
 )
+
+// reflections asks the ground floor for the Kubernetes objects this cell
+// reads; the pod IP pools and CiliumNodes only with multi-pool IPAM, whose
+// pod CIDRs it advertises.
+func reflections(agent agentconfig.Config) tables.Reflections {
+	if !agent.EnableBGPControlPlane {
+		return tables.Reflections{}
+	}
+	r := tables.Reflect(tables.ServicesTableName, tables.NodesTableName, tables.EndpointSlicesTableName,
+		tables.BGPClusterConfigsTableName, tables.BGPPeerConfigsTableName, tables.BGPAdvertisementsTableName,
+		tables.BGPNodeOverridesTableName)
+	r.Reflections = append(r.Reflections, tables.ReflectIn(tables.BGPSecretsTableName, agent.BGPSecretsNamespace))
+	if agent.MultiPool() {
+		r.Reflections = append(r.Reflections, tables.Reflect(tables.PodIPPoolsTableName, tables.CiliumNodesTableName).Reflections...)
+	}
+	return r
+}

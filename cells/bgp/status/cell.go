@@ -17,11 +17,26 @@ package status
 
 import (
 	"github.com/cilium/hive/cell"
+
+	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/tables"
 )
 
 var Cell = cell.Module(
 	"bgp-status",
 	"Reports BGP sessions and resource problems in the API",
 
+	cell.Provide(reflections),
 	cell.Invoke(registerNodeConfigWriter, registerConditionWriter),
 )
+
+// reflections asks the ground floor for the Kubernetes objects this cell
+// reads.
+func reflections(agent agentconfig.Config) tables.Reflections {
+	if !agent.EnableBGPControlPlane {
+		return tables.Reflections{}
+	}
+	r := tables.Reflect(tables.NodesTableName, tables.BGPClusterConfigsTableName, tables.BGPPeerConfigsTableName, tables.BGPAdvertisementsTableName, tables.BGPNodeConfigsTableName)
+	r.Reflections = append(r.Reflections, tables.ReflectIn(tables.BGPSecretsTableName, agent.BGPSecretsNamespace))
+	return r
+}

@@ -1,18 +1,20 @@
 // Package k8swatch reflects the Kubernetes objects Herald acts on into
 // statedb tables, so that every other cell reads tables, never the API.
 //
-// Reads: Services (all namespaces), CiliumLoadBalancerIPPools; with L2
-// announcements on, CiliumL2AnnouncementPolicies, every Node and the
-// EndpointSlices and the Leases of --k8s-namespace; with multi-pool IPAM, CiliumPodIPPools, CiliumNodes, every
-// Node, this node's Pods and the Namespaces; with the BGP control plane,
-// the BGP resources, this node's CiliumBGPNodeConfig, every Node, the
-// EndpointSlices and the Secrets of --bgp-secrets-namespace.
-// Writes: tables services, lb-pools, l2-policies, nodes, endpoint-slices,
-// pod-ip-pools, cilium-nodes, pods, namespaces, l2-leases, bgp-cluster-configs,
-// bgp-peer-configs, bgp-advertisements, bgp-node-overrides, bgp-secrets and
-// bgp-node-configs.
-// Provides: tables.Freshness, with which a new leader waits until services
-// and lb-pools hold at least what the API server holds.
+// It watches only what the cells ask for (tables.Reflection, in the value
+// group "reflections"): each cell asks for the objects it reads, while its
+// feature is on. So LB IPAM alone watches Services and
+// CiliumLoadBalancerIPPools, and a feature that is off costs no watch. The
+// agent logs the tables it reflects at start ("Reflecting Kubernetes
+// objects").
+//
+// Writes: the tables services, lb-pools, l2-policies, nodes,
+// endpoint-slices, pod-ip-pools, cilium-nodes, pods (this node's),
+// namespaces, l2-leases, bgp-cluster-configs, bgp-peer-configs,
+// bgp-advertisements, bgp-node-overrides, bgp-secrets and bgp-node-configs
+// (this node's).
+// Provides: tables.Freshness, with which a new leader waits until a table
+// holds at least what the API server holds.
 package k8swatch
 
 import (
@@ -53,6 +55,6 @@ var Cell = cell.Module(
 		statedb.RWTable[*tables.BGPSecret].ToTable,
 		statedb.RWTable[*tables.BGPNodeConfig].ToTable,
 	),
-	cell.Invoke(reflectServices, reflectPools, reflectL2Policies, reflectNodes, reflectEndpointSlices,
-		reflectPodIPPools, reflectCiliumNodes, reflectLocalPods, reflectNamespaces, reflectL2Leases, reflectBGP),
+	// Only what the cells ask for (tables.Reflection).
+	cell.Invoke(reflectRequested),
 )

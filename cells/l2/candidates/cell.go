@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/statedb"
 
+	"github.com/heraldlb/herald/daemon/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -21,7 +22,17 @@ var Cell = cell.Module(
 	"l2-candidates",
 	"Derives the groups to announce and the nodes that may announce them",
 
+	cell.Provide(reflections),
 	cell.ProvidePrivate(tables.NewL2CandidatesTable),
 	cell.Provide(statedb.RWTable[*tables.L2Candidate].ToTable),
 	cell.Invoke(registerDerivation),
 )
+
+// reflections asks the ground floor for the Kubernetes objects this cell
+// reads.
+func reflections(agent agentconfig.Config) tables.Reflections {
+	if !agent.EnableL2Announcements {
+		return tables.Reflections{}
+	}
+	return tables.Reflect(tables.ServicesTableName, tables.L2PoliciesTableName, tables.NodesTableName, tables.EndpointSlicesTableName)
+}

@@ -46,6 +46,7 @@ var Cell = cell.Module(
 	"l2-elector",
 	"Decides which node answers for each announced IP",
 
+	cell.Provide(reflections),
 	cell.Config(defaultConfig),
 	// The responder reconciles l2-announce entries and writes their status
 	// back; l2-lease-health carries the fence deadline it enforces.
@@ -73,4 +74,15 @@ func nodeLeaseElection(agent agentconfig.Config, l agentconfig.L2Leases) (out st
 		out.Elections = []tables.Election{{Lease: tables.L2NodeLeasePrefix + agent.Node(), Timings: electionTimings(l), Identity: agent.Node()}}
 	}
 	return out
+}
+
+// reflections asks the ground floor for the Kubernetes objects this cell
+// reads.
+func reflections(agent agentconfig.Config) tables.Reflections {
+	if !agent.EnableL2Announcements {
+		return tables.Reflections{}
+	}
+	r := tables.Reflect(tables.NodesTableName)
+	r.Reflections = append(r.Reflections, tables.ReflectIn(tables.L2LeasesTableName, agent.K8sNamespace))
+	return r
 }

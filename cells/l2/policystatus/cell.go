@@ -24,6 +24,7 @@ var Cell = cell.Module(
 	"l2-policy-status",
 	"Reports broken L2 announcement policy fields in their status",
 
+	cell.Provide(reflections),
 	cell.ProvidePrivate(tables.NewL2PolicyStatusTable),
 	cell.Provide(statedb.RWTable[*tables.L2PolicyStatus].ToTable),
 	cell.Invoke(registerDerivation, registerReconciler),
@@ -55,4 +56,13 @@ func registerReconciler(p reconcilerParams) error {
 		reconciler.WithRetry(time.Second, time.Minute),
 	)
 	return err
+}
+
+// reflections asks the ground floor for the Kubernetes objects this cell
+// reads.
+func reflections(agent agentconfig.Config) tables.Reflections {
+	if !agent.EnableL2Announcements {
+		return tables.Reflections{}
+	}
+	return tables.Reflect(tables.L2PoliciesTableName)
 }

@@ -89,6 +89,7 @@ var Cell = cell.Module(
 	"lb-ipam",
 	"LoadBalancer IP allocation",
 
+	cell.Provide(reflections),
 	cell.Config(defaultConfig),
 	cell.Provide(election),
 	// The status reconcilers write the reconciliation status back, hence
@@ -101,3 +102,9 @@ var Cell = cell.Module(
 	),
 	cell.Invoke(registerAllocator),
 )
+
+// reflections asks the ground floor for the Kubernetes objects this cell
+// reads.
+func reflections() tables.Reflections {
+	return tables.Reflect(tables.ServicesTableName, tables.LBPoolsTableName)
+}

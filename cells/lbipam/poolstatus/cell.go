@@ -26,6 +26,7 @@ var Cell = cell.Module(
 	"pool-status",
 	"Writes LB IPAM pool status",
 
+	cell.Provide(reflections),
 	cell.Invoke(registerReconciler),
 )
 
@@ -54,4 +55,10 @@ func registerReconciler(p params) error {
 		reconciler.WithRefreshing(10*time.Minute, nil),
 	)
 	return err
+}
+
+// reflections asks the ground floor for the Kubernetes objects this cell
+// reads.
+func reflections() tables.Reflections {
+	return tables.Reflect(tables.LBPoolsTableName)
 }

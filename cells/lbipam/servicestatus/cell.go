@@ -30,6 +30,7 @@ var Cell = cell.Module(
 	"service-status",
 	"Writes LB IPAM decisions to Service status",
 
+	cell.Provide(reflections),
 	cell.Invoke(registerReconciler),
 )
 
@@ -66,4 +67,10 @@ func registerReconciler(p params) error {
 		reconciler.WithRefreshing(10*time.Minute, nil),
 	)
 	return err
+}
+
+// reflections asks the ground floor for the Kubernetes objects this cell
+// reads.
+func reflections() tables.Reflections {
+	return tables.Reflect(tables.ServicesTableName)
 }

@@ -85,6 +85,7 @@ var Cell = cell.Module(
 	"pod-cidr",
 	"Pod CIDR allocation from CiliumPodIPPools",
 
+	cell.Provide(reflections),
 	cell.Config(defaultConfig),
 	cell.Provide(election),
 	cell.ProvidePrivate(tables.NewPodCIDRDecisionsTable, tables.NewPodIPPoolStatusTable),
@@ -94,3 +95,12 @@ var Cell = cell.Module(
 	),
 	cell.Invoke(registerAllocator, registerWriters),
 )
+
+// reflections asks the ground floor for the Kubernetes objects this cell
+// reads.
+func reflections(agent agentconfig.Config) tables.Reflections {
+	if !agent.MultiPool() {
+		return tables.Reflections{}
+	}
+	return tables.Reflect(tables.PodIPPoolsTableName, tables.CiliumNodesTableName, tables.NodesTableName)
+}

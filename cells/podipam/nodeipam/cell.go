@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 
 	ipamv1 "github.com/heraldlb/herald/api/ipam/v1"
+	"github.com/heraldlb/herald/daemon/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -82,6 +83,7 @@ var Cell = cell.Module(
 	"node-ipam",
 	"Pod addresses for the herald-ipam CNI plugin",
 
+	cell.Provide(reflections),
 	cell.Config(defaultConfig),
 	cell.ProvidePrivate(tables.NewNodePodCIDRsTable, tables.NewPodIPAllocationsTable),
 	cell.Provide(
@@ -90,3 +92,12 @@ var Cell = cell.Module(
 	),
 	cell.Invoke(register),
 )
+
+// reflections asks the ground floor for the Kubernetes objects this cell
+// reads.
+func reflections(agent agentconfig.Config) tables.Reflections {
+	if !agent.MultiPool() {
+		return tables.Reflections{}
+	}
+	return tables.Reflect(tables.PodIPPoolsTableName, tables.CiliumNodesTableName, tables.NodesTableName, tables.PodsTableName, tables.NamespacesTableName)
+}

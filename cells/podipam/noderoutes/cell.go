@@ -34,6 +34,7 @@ var Cell = cell.Module(
 	"node-routes",
 	"Routes to the pod CIDRs of other nodes",
 
+	cell.Provide(reflections),
 	cell.Config(Config{}),
 	cell.ProvidePrivate(tables.NewNodeRoutesTable),
 	cell.Provide(statedb.RWTable[*tables.NodeRoute].ToTable),
@@ -67,4 +68,13 @@ func register(p params) error {
 		reconciler.WithPruning(5*time.Minute),
 	)
 	return err
+}
+
+// reflections asks the ground floor for the Kubernetes objects this cell
+// reads.
+func reflections(agent agentconfig.Config) tables.Reflections {
+	if !agent.MultiPool() {
+		return tables.Reflections{}
+	}
+	return tables.Reflect(tables.CiliumNodesTableName, tables.NodesTableName)
 }
