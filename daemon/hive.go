@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/statedb"
 
 	"github.com/heraldlb/herald/cells/bgp"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/cells/ground/dbgapi"
 	"github.com/heraldlb/herald/cells/ground/devices"
 	"github.com/heraldlb/herald/cells/ground/election"
@@ -22,7 +23,6 @@ import (
 	"github.com/heraldlb/herald/cells/l2"
 	"github.com/heraldlb/herald/cells/lbipam"
 	"github.com/heraldlb/herald/cells/podipam"
-	"github.com/heraldlb/herald/daemon/agentconfig"
 )
 
 // Cells of the agent: the ground floor every feature stands on, then the

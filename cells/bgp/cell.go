@@ -12,13 +12,28 @@ package bgp
 import (
 	"github.com/cilium/hive/cell"
 
+	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
 	"github.com/heraldlb/herald/cells/bgp/desired"
 	"github.com/heraldlb/herald/cells/bgp/speaker"
 	"github.com/heraldlb/herald/cells/bgp/status"
+	"github.com/heraldlb/herald/tables"
 )
 
 var Cell = cell.Group(
+	// enable-bgp-control-plane and bgp-secrets-namespace, read by every
+	// cell of the feature.
+	cell.Config(bgpconfig.Defaults),
+	cell.Provide(lbClass),
 	desired.Cell,
 	speaker.Cell,
 	status.Cell,
 )
+
+// lbClass asks LB IPAM for IPs for Services of class
+// io.cilium/bgp-control-plane while the feature is on.
+func lbClass(c bgpconfig.Config) tables.LBClasses {
+	if !c.EnableBGPControlPlane {
+		return tables.LBClasses{}
+	}
+	return tables.LBClasses{Classes: []tables.LBClass{{Class: tables.LBClassBGP}}}
+}

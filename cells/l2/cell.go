@@ -18,12 +18,17 @@ import (
 
 	"github.com/heraldlb/herald/cells/l2/candidates"
 	"github.com/heraldlb/herald/cells/l2/elector"
+	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/cells/l2/podannounce"
 	"github.com/heraldlb/herald/cells/l2/policystatus"
 	"github.com/heraldlb/herald/cells/l2/responder"
+	"github.com/heraldlb/herald/tables"
 )
 
 var Cell = cell.Group(
+	// enable-l2-announcements, read by every cell of the feature.
+	cell.Config(l2config.Defaults),
+	cell.Provide(asks),
 	candidates.Cell,
 	// Before the elector: cells stop in reverse order, so the responder
 	// still runs when the stopping elector withdraws every entry, and the
@@ -33,3 +38,17 @@ var Cell = cell.Group(
 	policystatus.Cell,
 	podannounce.Cell,
 )
+
+// asks for what the feature needs of others while it is on: the devices
+// table, and LB IPAM's IPs for Services of class io.cilium/l2-announcer.
+func asks(c l2config.Config) (out struct {
+	cell.Out
+	Devices tables.DeviceNeed `group:"device-needs"`
+	Classes []tables.LBClass  `group:"lb-classes,flatten"`
+}) {
+	out.Devices = tables.DeviceNeed{By: "l2-announcements", Needed: c.EnableL2Announcements}
+	if c.EnableL2Announcements {
+		out.Classes = []tables.LBClass{{Class: tables.LBClassL2Announcer}}
+	}
+	return out
+}

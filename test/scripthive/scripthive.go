@@ -20,7 +20,7 @@ import (
 	"github.com/cilium/statedb"
 	"github.com/spf13/pflag"
 
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
 )
 
 // Test runs testdata/*.txtar. feed provides the input tables and the

@@ -14,7 +14,8 @@ import (
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/statedb"
 
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -34,14 +35,14 @@ var Cell = cell.Module(
 // reflections asks the ground floor for the Kubernetes objects this cell
 // reads; the pod IP pools and CiliumNodes only with multi-pool IPAM, whose
 // pod CIDRs it advertises.
-func reflections(agent agentconfig.Config) tables.Reflections {
-	if !agent.EnableBGPControlPlane {
+func reflections(bgp bgpconfig.Config, agent agentconfig.Config) tables.Reflections {
+	if !bgp.EnableBGPControlPlane {
 		return tables.Reflections{}
 	}
 	r := tables.Reflect(tables.ServicesTableName, tables.NodesTableName, tables.EndpointSlicesTableName,
 		tables.BGPClusterConfigsTableName, tables.BGPPeerConfigsTableName, tables.BGPAdvertisementsTableName,
 		tables.BGPNodeOverridesTableName)
-	r.Reflections = append(r.Reflections, tables.ReflectIn(tables.BGPSecretsTableName, agent.BGPSecretsNamespace))
+	r.Reflections = append(r.Reflections, tables.ReflectIn(tables.BGPSecretsTableName, bgp.BGPSecretsNamespace))
 	if agent.MultiPool() {
 		r.Reflections = append(r.Reflections, tables.Reflect(tables.PodIPPoolsTableName, tables.CiliumNodesTableName).Reflections...)
 	}

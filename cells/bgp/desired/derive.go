@@ -15,7 +15,7 @@ import (
 
 // ClassBGP is the load balancer class whose LoadBalancer IPs only BGP
 // advertises (L2 announcements leave it alone).
-const ClassBGP = "io.cilium/bgp-control-plane"
+const ClassBGP = tables.LBClassBGP
 
 // inputs are the table rows one derivation reads.
 type inputs struct {

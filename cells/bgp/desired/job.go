@@ -11,7 +11,8 @@ import (
 	"github.com/cilium/hive/job"
 	"github.com/cilium/statedb"
 
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -19,6 +20,7 @@ type params struct {
 	cell.In
 
 	Agent          agentconfig.Config
+	BGP            bgpconfig.Config
 	Log            *slog.Logger
 	DB             *statedb.DB
 	Jobs           job.Group
@@ -37,7 +39,7 @@ type params struct {
 }
 
 func registerDerivation(p params) {
-	if !p.Agent.EnableBGPControlPlane {
+	if !p.BGP.EnableBGPControlPlane {
 		return
 	}
 	wtxn := p.DB.WriteTxn(p.Instances, p.Routes)

@@ -14,7 +14,8 @@ import (
 	"github.com/cilium/statedb"
 	api "github.com/osrg/gobgp/v3/api"
 
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -22,6 +23,7 @@ type params struct {
 	cell.In
 
 	Agent     agentconfig.Config
+	BGP       bgpconfig.Config
 	Log       *slog.Logger
 	DB        *statedb.DB
 	Jobs      job.Group
@@ -31,7 +33,7 @@ type params struct {
 }
 
 func registerSpeaker(p params) {
-	if !p.Agent.EnableBGPControlPlane {
+	if !p.BGP.EnableBGPControlPlane {
 		return
 	}
 	p.Jobs.Add(job.OneShot("speak", func(ctx context.Context, health cell.Health) error {

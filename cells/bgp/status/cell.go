@@ -18,7 +18,7 @@ package status
 import (
 	"github.com/cilium/hive/cell"
 
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -32,11 +32,11 @@ var Cell = cell.Module(
 
 // reflections asks the ground floor for the Kubernetes objects this cell
 // reads.
-func reflections(agent agentconfig.Config) tables.Reflections {
-	if !agent.EnableBGPControlPlane {
+func reflections(bgp bgpconfig.Config) tables.Reflections {
+	if !bgp.EnableBGPControlPlane {
 		return tables.Reflections{}
 	}
 	r := tables.Reflect(tables.NodesTableName, tables.BGPClusterConfigsTableName, tables.BGPPeerConfigsTableName, tables.BGPAdvertisementsTableName, tables.BGPNodeConfigsTableName)
-	r.Reflections = append(r.Reflections, tables.ReflectIn(tables.BGPSecretsTableName, agent.BGPSecretsNamespace))
+	r.Reflections = append(r.Reflections, tables.ReflectIn(tables.BGPSecretsTableName, bgp.BGPSecretsNamespace))
 	return r
 }

@@ -18,7 +18,8 @@ import (
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -26,6 +27,7 @@ type params struct {
 	cell.In
 
 	Agent          agentconfig.Config
+	BGP            bgpconfig.Config
 	Log            *slog.Logger
 	DB             *statedb.DB
 	Jobs           job.Group
@@ -46,7 +48,7 @@ type params struct {
 const minWriteInterval = 2 * time.Second
 
 func registerNodeConfigWriter(p params) {
-	if !p.Agent.EnableBGPControlPlane {
+	if !p.BGP.EnableBGPControlPlane {
 		return
 	}
 	p.Jobs.Add(job.OneShot("node-config", func(ctx context.Context, health cell.Health) error {
@@ -207,7 +209,7 @@ func statusEqual(a, b v2alpha1.CiliumBGPNodeStatus) bool {
 }
 
 func registerConditionWriter(p params) {
-	if !p.Agent.EnableBGPControlPlane {
+	if !p.BGP.EnableBGPControlPlane {
 		return
 	}
 	p.Jobs.Add(job.OneShot("conditions", func(ctx context.Context, health cell.Health) error {
@@ -284,7 +286,7 @@ func writeConditions(ctx context.Context, p params, ccs []*tables.BGPClusterConf
 			})
 	}
 	for _, pc := range pcs {
-		write(v2alpha1.BGPPeerConfigKind, pc.Name, pc.UID, pc.Generation, pc.Conditions, peerConfigProblems(pc, secretByName, p.Agent.BGPSecretsNamespace),
+		write(v2alpha1.BGPPeerConfigKind, pc.Name, pc.UID, pc.Generation, pc.Conditions, peerConfigProblems(pc, secretByName, p.BGP.BGPSecretsNamespace),
 			func(ctx context.Context, n string, t types.PatchType, b []byte, o metav1.PatchOptions, s ...string) error {
 				_, err := c.CiliumBGPPeerConfigs().Patch(ctx, n, t, b, o, s...)
 				return err

@@ -18,7 +18,6 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/heraldlb/herald/daemon/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -42,12 +41,14 @@ type watcherParams struct {
 	cell.In
 
 	Config Config
-	Agent  agentconfig.Config
-	DB     *statedb.DB
-	Table  statedb.RWTable[*tables.Device]
-	NetNS  netNS
-	Jobs   job.Group
-	Log    *slog.Logger
+	// Needs are the cells' (tables.DeviceNeed): the table is filled only
+	// while one of them needs it.
+	Needs []tables.DeviceNeed `group:"device-needs"`
+	DB    *statedb.DB
+	Table statedb.RWTable[*tables.Device]
+	NetNS netNS
+	Jobs  job.Group
+	Log   *slog.Logger
 }
 
 // registerWatcher checks --devices (a bad pattern fails start-up) and adds
@@ -57,10 +58,10 @@ func registerWatcher(p watcherParams) error {
 	if err != nil {
 		return err
 	}
-	if !p.Agent.EnableL2Announcements && !p.Agent.EnableL2PodAnnouncements {
-		// Devices are used for L2 announcements (of Services or of pods)
-		// only: without them the agent does not touch netlink for devices
-		// and the table stays empty.
+	if !slices.ContainsFunc(p.Needs, func(n tables.DeviceNeed) bool { return n.Needed }) {
+		// Nobody needs devices (L2 announcements of Services or of pods
+		// are off): the agent does not touch netlink for devices and the
+		// table stays empty.
 		return nil
 	}
 	w := &watcher{db: p.DB, table: p.Table, ns: p.NetNS, patterns: pats, log: p.Log}

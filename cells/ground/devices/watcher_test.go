@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/heraldlb/herald/daemon/agentconfig"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -59,7 +58,7 @@ func TestWatcher(t *testing.T) {
 	}
 
 	t.Run("default selection", func(t *testing.T) {
-		db, tbl := startHive(t, ns)
+		db, tbl := startHive(t, ns, l2Announcements)
 
 		// The devices and addresses were there before the start: the
 		// table holds them as soon as it is initialized.
@@ -112,13 +111,13 @@ func TestWatcher(t *testing.T) {
 	// L2 pod announcements find their interface in the table: it is
 	// filled with them alone too.
 	t.Run("pod announcements alone", func(t *testing.T) {
-		db, tbl := startHive(t, ns, "--enable-l2-announcements=false", "--enable-l2-pod-announcements")
+		db, tbl := startHive(t, ns, []tables.DeviceNeed{{By: "l2-announcements"}, {By: "l2-pod-announcements", Needed: true}})
 		txn := waitInitialized(t, db, tbl)
 		expect(t, txn, tbl, "veth-a", hasAddrs("198.18.5.1"), isType("veth"))
 	})
 
 	t.Run("devices flag", func(t *testing.T) {
-		db, tbl := startHive(t, ns, "--devices=veth-[b]")
+		db, tbl := startHive(t, ns, l2Announcements, "--devices=veth-[b]")
 
 		// veth-b has no global address but is named; veth-a is not.
 		txn := waitInitialized(t, db, tbl)
@@ -139,7 +138,7 @@ func TestWatcher(t *testing.T) {
 }
 
 func TestInvalidDevicesPattern(t *testing.T) {
-	h := newHive(currentNetNS)
+	h := newHive(currentNetNS, l2Announcements)
 	hive.AddConfigOverride(h, func(c *Config) { c.Devices = []string{"eth0", "eth[0-9"} })
 	log := hivetest.Logger(t, hivetest.LogLevel(slog.LevelError))
 	err := h.Start(log, context.Background())
@@ -152,12 +151,23 @@ func TestInvalidDevicesPattern(t *testing.T) {
 	}
 }
 
-func newHive(newNetNS func() netNS, extra ...cell.Cell) *hive.Hive {
+// l2Announcements is what the L2 announcements feature asks for when on.
+var l2Announcements = []tables.DeviceNeed{{By: "l2-announcements", Needed: true}}
+
+// newHive runs the cell with the needs some cells of the agent would
+// provide.
+func newHive(newNetNS func() netNS, needs []tables.DeviceNeed, extra ...cell.Cell) *hive.Hive {
 	cells := append([]cell.Cell{
 		job.Cell,
 		statedb.Cell,
 		cell.SimpleHealthCell,
-		agentconfig.Cell,
+		cell.Provide(func() (out struct {
+			cell.Out
+			Needs []tables.DeviceNeed `group:"device-needs,flatten"`
+		}) {
+			out.Needs = needs
+			return out
+		}),
 		module(newNetNS),
 	}, extra...)
 	h := hive.NewWithOptions(hive.Options{
@@ -172,19 +182,17 @@ func newHive(newNetNS func() netNS, extra ...cell.Cell) *hive.Hive {
 
 // startHive runs the devices cell on ns with L2 announcements on and the
 // given flags until the test ends.
-func startHive(t *testing.T, ns netns.NsHandle, args ...string) (*statedb.DB, statedb.Table[*tables.Device]) {
+func startHive(t *testing.T, ns netns.NsHandle, needs []tables.DeviceNeed, args ...string) (*statedb.DB, statedb.Table[*tables.Device]) {
 	t.Helper()
 	var (
 		db  *statedb.DB
 		tbl statedb.Table[*tables.Device]
 	)
-	h := newHive(func() netNS { return netNS{handle: ns} },
+	h := newHive(func() netNS { return netNS{handle: ns} }, needs,
 		cell.Invoke(func(d *statedb.DB, t statedb.Table[*tables.Device]) { db, tbl = d, t }))
 	flags := pflag.NewFlagSet("", pflag.ContinueOnError)
 	h.RegisterFlags(flags)
-	// The device table is filled only with an L2 feature on; args given
-	// later win.
-	must(t, flags.Parse(append([]string{"--enable-l2-announcements"}, args...)))
+	must(t, flags.Parse(args))
 	log := hivetest.Logger(t, hivetest.LogLevel(slog.LevelWarn))
 	must(t, h.Start(log, context.Background()))
 	t.Cleanup(func() {

@@ -14,7 +14,7 @@ import (
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/statedb"
 
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -30,8 +30,8 @@ var Cell = cell.Module(
 
 // reflections asks the ground floor for the Kubernetes objects this cell
 // reads.
-func reflections(agent agentconfig.Config) tables.Reflections {
-	if !agent.EnableL2Announcements {
+func reflections(l2 l2config.Config) tables.Reflections {
+	if !l2.EnableL2Announcements {
 		return tables.Reflections{}
 	}
 	return tables.Reflect(tables.ServicesTableName, tables.L2PoliciesTableName, tables.NodesTableName, tables.EndpointSlicesTableName)

@@ -12,7 +12,7 @@ import (
 )
 
 // ClassL2Announcer is the load balancer class announced besides "unset".
-const ClassL2Announcer = "io.cilium/l2-announcer"
+const ClassL2Announcer = tables.LBClassL2Announcer
 
 // LeaseName is the Lease of a Service: cilium-l2announce-<namespace>-<name>.
 func LeaseName(serviceKey string) string {

@@ -14,7 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
+	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -22,6 +23,7 @@ type params struct {
 	cell.In
 
 	Agent      agentconfig.Config
+	L2         l2config.Config
 	Log        *slog.Logger
 	DB         *statedb.DB
 	Jobs       job.Group
@@ -36,7 +38,7 @@ type params struct {
 }
 
 func registerDerivation(p params) {
-	if !p.Agent.EnableL2Announcements {
+	if !p.L2.EnableL2Announcements {
 		return
 	}
 	wtxn := p.DB.WriteTxn(p.Candidates)

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
+	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/scripthive"
 )
@@ -31,6 +32,8 @@ import (
 func TestScript(t *testing.T) {
 	scripthive.Test(t, []string{"--enable-l2-announcements", "--node-name=node1"},
 		cell.Module("k8s-fake", "Tables fed by the script",
+			// The feature's switch, which cells/l2 registers.
+			cell.Config(l2config.Defaults),
 			cell.Provide(
 				tables.NewServicesTable, tables.NewL2PoliciesTable, tables.NewNodesTable,
 				tables.NewEndpointSlicesTable, tables.NewDevicesTable, tables.NewL2MembersTable,

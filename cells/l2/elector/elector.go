@@ -23,7 +23,8 @@ import (
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
+	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -33,7 +34,8 @@ type params struct {
 	cell.In
 
 	Agent      agentconfig.Config
-	Leases     agentconfig.L2Leases
+	L2         l2config.Config
+	Leases     L2Leases
 	Config     Config
 	Log        *slog.Logger
 	DB         *statedb.DB
@@ -53,7 +55,7 @@ type params struct {
 }
 
 func registerMembersElector(p params) error {
-	if !p.Agent.EnableL2Announcements || p.Agent.L2AnnouncementsElection != agentconfig.L2ElectionMembers {
+	if !p.Config.runs(p.L2, L2ElectionMembers) {
 		return nil
 	}
 	// The timings of the node Leases.

@@ -11,7 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
+	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -19,10 +20,10 @@ import (
 // per node and interval, whatever the number of Services.
 const gcInterval = time.Minute
 
-func registerLeaseGC(jobs job.Group, agent agentconfig.Config, cfg agentconfig.L2Leases, kube kubernetes.Interface, log *slog.Logger) {
+func registerLeaseGC(jobs job.Group, agent agentconfig.Config, l2 l2config.Config, c Config, cfg L2Leases, kube kubernetes.Interface, log *slog.Logger) {
 	// The members election deletes the Leases of gone groups itself; its
 	// Leases are not renewed, so age says nothing about them.
-	if !agent.EnableL2Announcements || agent.L2AnnouncementsElection != agentconfig.L2ElectionLease {
+	if !c.runs(l2, L2ElectionLease) {
 		return
 	}
 	jobs.Add(job.Timer("lease-gc", func(ctx context.Context) error {

@@ -13,12 +13,11 @@ import (
 	"github.com/cilium/statedb/reconciler"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/heraldlb/herald/daemon/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
 func registerAnnouncer(p params) error {
-	if !p.Agent.EnableL2Announcements || p.Agent.L2AnnouncementsElection != agentconfig.L2ElectionLease {
+	if !p.Config.runs(p.L2, L2ElectionLease) {
 		return nil
 	}
 	if err := validateLeases(p.Leases); err != nil {

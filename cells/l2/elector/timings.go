@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/heraldlb/herald/daemon/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -20,7 +19,7 @@ import (
 //     second for that rounding and a retry period of margin: the others
 //     take the Lease over a lease duration after they saw its last renewal,
 //     which is after it was sent.
-func electionTimings(l agentconfig.L2Leases) tables.LeaseTimings {
+func electionTimings(l L2Leases) tables.LeaseTimings {
 	duration := l.L2AnnouncementsLeaseDuration.Truncate(LeaseTimeResolution)
 	fresh := duration - LeaseTimeResolution - l.L2AnnouncementsRetryPeriod
 	return tables.LeaseTimings{
@@ -36,7 +35,7 @@ const LeaseTimeResolution = time.Second
 
 // effectiveDuration is the lease duration as the Lease records it, in whole
 // seconds (leaseDurationSeconds): what other nodes go by.
-func effectiveDuration(c agentconfig.L2Leases) time.Duration {
+func effectiveDuration(c L2Leases) time.Duration {
 	return c.L2AnnouncementsLeaseDuration.Truncate(time.Second)
 }
 
@@ -45,7 +44,7 @@ func effectiveDuration(c agentconfig.L2Leases) time.Duration {
 // retry period) stay within what a node may trust (electionTimings).
 // Shorter leases were measured to let two nodes answer for the same IP
 // during handovers.
-func validateLeases(c agentconfig.L2Leases) error {
+func validateLeases(c L2Leases) error {
 	d, r, p := c.L2AnnouncementsLeaseDuration, c.L2AnnouncementsRenewDeadline, c.L2AnnouncementsRetryPeriod
 	switch {
 	case d <= time.Second:

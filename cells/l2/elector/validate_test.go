@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/heraldlb/herald/daemon/agentconfig"
 )
 
 func TestL2LeasesValidate(t *testing.T) {
@@ -24,7 +22,7 @@ func TestL2LeasesValidate(t *testing.T) {
 		{5 * time.Second, time.Second, 0, "retry-period (0s) must be at least 1ns"},
 	}
 	for _, tt := range tests {
-		err := validateLeases(agentconfig.L2Leases{L2AnnouncementsLeaseDuration: tt.d, L2AnnouncementsRenewDeadline: tt.r, L2AnnouncementsRetryPeriod: tt.p})
+		err := validateLeases(L2Leases{L2AnnouncementsLeaseDuration: tt.d, L2AnnouncementsRenewDeadline: tt.r, L2AnnouncementsRetryPeriod: tt.p})
 		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 			t.Errorf("%s/%s/%s: %v, want %q", tt.d, tt.r, tt.p, err, tt.wantErr)
 		}

@@ -13,8 +13,8 @@ import (
 	"github.com/cilium/statedb"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/cells/internal/neigh"
-	"github.com/heraldlb/herald/daemon/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -38,7 +38,7 @@ const (
 )
 
 func register(p params) error {
-	if !p.Agent.EnableL2PodAnnouncements {
+	if !p.Config.EnableL2PodAnnouncements {
 		return nil
 	}
 	if err := p.Config.validate(); err != nil {

@@ -11,9 +11,9 @@
 // Writes: gratuitous ARP packets; the counter
 // herald_l2_pod_gratuitous_arps_total.
 //
-// Config: enable-l2-pod-announcements (in agentconfig: the devices cell
-// reads it too) and l2-pod-announcements-interface (here); on without an
-// interface stops the agent at start. Only pods of multi-pool IPAM have
+// Config: enable-l2-pod-announcements and l2-pod-announcements-interface;
+// on without an interface stops the agent at start. While on, it asks the
+// devices cell for the device table (tables.DeviceNeed). Only pods of multi-pool IPAM have
 // their addresses in pod-ip-allocations: without ipam: multi-pool the cell
 // logs a warning and does nothing.
 //
@@ -29,17 +29,22 @@ import (
 
 	"github.com/cilium/hive/cell"
 	"github.com/spf13/pflag"
+
+	"github.com/heraldlb/herald/tables"
 )
 
-// Config of L2 pod announcements; the switch is agentconfig's
-// EnableL2PodAnnouncements.
+// Config of L2 pod announcements.
 type Config struct {
+	// EnableL2PodAnnouncements sends a gratuitous ARP for every pod
+	// address this node allocates.
+	EnableL2PodAnnouncements bool // enable-l2-pod-announcements
 	// L2PodAnnouncementsInterface is the name of the interface the
 	// announcements go out on, with its MAC.
 	L2PodAnnouncementsInterface string // l2-pod-announcements-interface
 }
 
 func (def Config) Flags(flags *pflag.FlagSet) {
+	flags.Bool("enable-l2-pod-announcements", def.EnableL2PodAnnouncements, "Announce the IPv4 addresses of this node's pods with gratuitous ARP on l2-pod-announcements-interface (with ipam: multi-pool)")
 	flags.String("l2-pod-announcements-interface", def.L2PodAnnouncementsInterface,
 		"Interface the gratuitous ARP of enable-l2-pod-announcements goes out on, with its MAC address (e.g. eth0)")
 }
@@ -59,5 +64,16 @@ var Cell = cell.Module(
 	"Gratuitous ARP for the addresses of the pods of this node",
 
 	cell.Config(Config{}),
+	cell.Provide(needDevices),
 	cell.Invoke(register),
 )
+
+// needDevices asks for the device table while the feature is on: the
+// interface is found there by name.
+func needDevices(c Config) (out struct {
+	cell.Out
+	Need tables.DeviceNeed `group:"device-needs"`
+}) {
+	out.Need = tables.DeviceNeed{By: "l2-pod-announcements", Needed: c.EnableL2PodAnnouncements}
+	return out
+}

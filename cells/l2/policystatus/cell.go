@@ -16,7 +16,8 @@ import (
 	"github.com/cilium/statedb/reconciler"
 
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
+	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -34,6 +35,7 @@ type reconcilerParams struct {
 	cell.In
 
 	Agent     agentconfig.Config
+	L2        l2config.Config
 	Reconcile reconciler.Params
 	Status    statedb.RWTable[*tables.L2PolicyStatus]
 	Policies  statedb.Table[*tables.L2Policy]
@@ -44,7 +46,7 @@ type reconcilerParams struct {
 // computes the same rows and writes only what differs from what the policy
 // shows, so the first agent's write settles it for all.
 func registerReconciler(p reconcilerParams) error {
-	if !p.Agent.EnableL2Announcements {
+	if !p.L2.EnableL2Announcements {
 		return nil
 	}
 	w := &statusWriter{client: p.Client, policies: p.Policies, log: p.Reconcile.Log, now: time.Now}
@@ -60,8 +62,8 @@ func registerReconciler(p reconcilerParams) error {
 
 // reflections asks the ground floor for the Kubernetes objects this cell
 // reads.
-func reflections(agent agentconfig.Config) tables.Reflections {
-	if !agent.EnableL2Announcements {
+func reflections(l2 l2config.Config) tables.Reflections {
+	if !l2.EnableL2Announcements {
 		return tables.Reflections{}
 	}
 	return tables.Reflect(tables.L2PoliciesTableName)

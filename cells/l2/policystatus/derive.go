@@ -8,7 +8,8 @@ import (
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/reconciler"
 
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
+	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -16,6 +17,7 @@ type deriveParams struct {
 	cell.In
 
 	Agent    agentconfig.Config
+	L2       l2config.Config
 	DB       *statedb.DB
 	Jobs     job.Group
 	Policies statedb.Table[*tables.L2Policy]
@@ -26,7 +28,7 @@ type deriveParams struct {
 // changes of l2-policies: a row is rewritten (and so reconciled again)
 // only when what the status should say changes.
 func registerDerivation(p deriveParams) {
-	if !p.Agent.EnableL2Announcements {
+	if !p.L2.EnableL2Announcements {
 		return
 	}
 	p.Jobs.Add(job.OneShot("derive-policy-status", func(ctx context.Context, _ cell.Health) error {

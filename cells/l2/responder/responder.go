@@ -18,8 +18,9 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/bpf"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/cells/internal/neigh"
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -28,6 +29,7 @@ type params struct {
 
 	Config    Config
 	Agent     agentconfig.Config
+	L2        l2config.Config
 	Log       *slog.Logger
 	DB        *statedb.DB
 	Jobs      job.Group
@@ -41,7 +43,7 @@ type params struct {
 }
 
 func registerResponder(p params) error {
-	if !p.Agent.EnableL2Announcements {
+	if !p.L2.EnableL2Announcements {
 		return nil
 	}
 	if err := p.Config.validate(); err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/cilium/statedb/reconciler"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -37,6 +37,8 @@ type params struct {
 	Allocations statedb.RWTable[*tables.LBAllocation]
 	PoolStatus  statedb.RWTable[*tables.LBPoolStatus]
 	Metrics     prometheus.Registerer `optional:"true"`
+	// The classes of the announcers that are on.
+	Classes []tables.LBClass `group:"lb-classes"`
 }
 
 func registerAllocator(p params) error {
@@ -87,11 +89,7 @@ func allocate(ctx context.Context, p params, term uint64) error {
 	defer svcChanges.Close()
 	defer poolChanges.Close()
 
-	resp := Responsibility{
-		DefaultIPAM: p.Config.DefaultLBServiceIPAM == "lbipam",
-		L2:          p.Agent.EnableL2Announcements,
-		BGP:         p.Agent.EnableBGPControlPlane,
-	}
+	resp := ResponsibilityFor(p.Config.DefaultLBServiceIPAM == "lbipam", p.Classes)
 	e := NewEngine(Families{IPv4: p.Agent.EnableIPv4, IPv6: p.Agent.EnableIPv6}, resp)
 
 	first := true

@@ -8,8 +8,8 @@ import (
 
 // Load balancer classes handled by Herald besides "unset".
 const (
-	ClassL2Announcer = "io.cilium/l2-announcer"
-	ClassBGP         = "io.cilium/bgp-control-plane"
+	ClassL2Announcer = tables.LBClassL2Announcer
+	ClassBGP         = tables.LBClassBGP
 )
 
 // Responsibility decides which Services LB IPAM gives IPs to.
@@ -17,7 +17,20 @@ type Responsibility struct {
 	// DefaultIPAM is true when Services without a class are handled
 	// (default-lb-service-ipam=lbipam).
 	DefaultIPAM bool
-	L2, BGP     bool
+	// L2, BGP: the announcers that asked for their class (tables.LBClass)
+	// are on.
+	L2, BGP bool
+}
+
+// ResponsibilityFor is the responsibility with the classes the features
+// asked for.
+func ResponsibilityFor(defaultIPAM bool, classes []tables.LBClass) Responsibility {
+	r := Responsibility{DefaultIPAM: defaultIPAM}
+	for _, c := range classes {
+		r.L2 = r.L2 || c.Class == ClassL2Announcer
+		r.BGP = r.BGP || c.Class == ClassBGP
+	}
+	return r
 }
 
 // Handles reports whether the Service is LB IPAM's: type LoadBalancer and

@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/hive/job"
 	"github.com/cilium/hive/script"
 	"github.com/cilium/statedb"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -32,6 +33,9 @@ func TestScript(t *testing.T) {
 			cell.ProvidePrivate(func(r job.Registry, h cell.Health, l *slog.Logger) job.Group {
 				return r.NewGroup(h, job.WithLogger(l))
 			}),
+			// The classes the announcers would ask for: --lb-classes.
+			cell.Config(announcers{}),
+			cell.Provide(announcers.classes),
 			cell.Provide(
 				tables.NewServicesTable, tables.NewLBPoolsTable, tables.NewLeadershipTable,
 				statedb.RWTable[*tables.Service].ToTable,
@@ -42,6 +46,25 @@ func TestScript(t *testing.T) {
 			),
 		),
 		Cell)
+}
+
+// announcers plays the features that ask LB IPAM for their
+// loadBalancerClass (tables.LBClass): a scenario names them on its "#!"
+// line, e.g. --lb-classes=io.cilium/l2-announcer.
+type announcers struct {
+	LBClasses []string // lb-classes
+}
+
+func (def announcers) Flags(flags *pflag.FlagSet) {
+	flags.StringSlice("lb-classes", def.LBClasses, "loadBalancerClasses the announcers that are on ask for")
+}
+
+func (a announcers) classes() tables.LBClasses {
+	var out tables.LBClasses
+	for _, c := range a.LBClasses {
+		out.Classes = append(out.Classes, tables.LBClass{Class: c})
+	}
+	return out
 }
 
 // alwaysFresh: the script writes the tables directly, so they are always

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 

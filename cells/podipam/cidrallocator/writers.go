@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 

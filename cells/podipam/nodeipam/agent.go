@@ -20,7 +20,7 @@ import (
 
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
 	ipamv1 "github.com/heraldlb/herald/api/ipam/v1"
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 

@@ -23,7 +23,7 @@ import (
 	"github.com/spf13/pflag"
 
 	ipamv1 "github.com/heraldlb/herald/api/ipam/v1"
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/cilium/statedb/reconciler"
 	"github.com/spf13/pflag"
 
-	"github.com/heraldlb/herald/daemon/agentconfig"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 

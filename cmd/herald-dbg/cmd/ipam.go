@@ -24,8 +24,8 @@ import (
 
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
 	ipamv1 "github.com/heraldlb/herald/api/ipam/v1"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/cmd/herald-dbg/ipamcheck"
-	"github.com/heraldlb/herald/daemon/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 

@@ -1,4 +1,4 @@
-package agentconfig
+package elector
 
 import (
 	"time"
@@ -8,7 +8,7 @@ import (
 
 // L2Leases are the flags of the L2 announcement Leases' timings: of each
 // Service's Lease with the Lease election, of each node's own Lease with the
-// members election. The l2-elector cell checks and applies them.
+// members election. This cell checks and applies them.
 type L2Leases struct {
 	L2AnnouncementsLeaseDuration time.Duration // l2-announcements-lease-duration
 	L2AnnouncementsRenewDeadline time.Duration // l2-announcements-renew-deadline
