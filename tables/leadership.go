@@ -102,20 +102,6 @@ func (l *Leadership) Fence(ctx context.Context, term uint64, now time.Time) (con
 	return c, cancel, nil
 }
 
-// WriteFence returns a context for a write decided in term, or an error
-// when the write must not go out (see Leadership.Fence).
-type WriteFence func(ctx context.Context, term uint64) (context.Context, context.CancelFunc, error)
-
-// LeaseFence is the fence of the writes made under lease: each call reads
-// this agent's standing in the election from the leadership table as it is
-// at that moment, right before the write.
-func LeaseFence(db *statedb.DB, t statedb.Table[*Leadership], lease string) WriteFence {
-	return func(ctx context.Context, term uint64) (context.Context, context.CancelFunc, error) {
-		l, _, _ := t.Get(db.ReadTxn(), LeadershipLeaseIndex.Query(lease))
-		return l.Fence(ctx, term, time.Now())
-	}
-}
-
 func leaseName(l *Leadership) string {
 	if l == nil {
 		return "the Lease"
@@ -159,74 +145,4 @@ func LeadingTerm(txn statedb.ReadTxn, t statedb.Table[*Leadership], lease string
 		return 0, false, watch
 	}
 	return l.Term, true, watch
-}
-
-// TermRunner runs a leader-only job once per term of one Lease.
-type TermRunner struct {
-	DB         *statedb.DB
-	Leadership statedb.Table[*Leadership]
-	Lease      string
-	// RetryAfter paces new attempts when Run fails while its term goes on.
-	RetryAfter time.Duration
-}
-
-// Run calls run for every term this agent leads, with a context that ends
-// with the term, until ctx ends. ended is called after each run with the
-// term, run's error, and whether the term was over by then (false: run
-// failed on its own, and is tried again in the same term after RetryAfter).
-// Nothing survives from one run to the next: a new term starts afresh.
-func (r TermRunner) Run(ctx context.Context, run func(ctx context.Context, term uint64) error, ended func(term uint64, err error, termOver bool)) {
-	for {
-		term, ok := r.waitForTerm(ctx)
-		if !ok {
-			return
-		}
-		termCtx, end := context.WithCancel(ctx)
-		go func() {
-			defer end()
-			r.waitTermEnd(termCtx, term)
-		}()
-		err := run(termCtx, term)
-		termOver := termCtx.Err() != nil
-		end()
-		if ctx.Err() != nil {
-			return
-		}
-		ended(term, err, termOver)
-		if !termOver {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(r.RetryAfter):
-			}
-		}
-	}
-}
-
-func (r TermRunner) waitForTerm(ctx context.Context) (uint64, bool) {
-	for {
-		term, ok, watch := LeadingTerm(r.DB.ReadTxn(), r.Leadership, r.Lease)
-		if ok {
-			return term, true
-		}
-		select {
-		case <-ctx.Done():
-			return 0, false
-		case <-watch:
-		}
-	}
-}
-
-func (r TermRunner) waitTermEnd(ctx context.Context, term uint64) {
-	for {
-		t, ok, watch := LeadingTerm(r.DB.ReadTxn(), r.Leadership, r.Lease)
-		if !ok || t != term {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-watch:
-		}
-	}
 }

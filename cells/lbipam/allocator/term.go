@@ -2,11 +2,11 @@ package allocator
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/cilium/hive/cell"
 
+	"github.com/heraldlb/herald/cells/internal/leader"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -18,23 +18,10 @@ const retryTerm = time.Second
 // Nothing survives from one term to the next: the engine is rebuilt, and
 // the decisions of an ended term are deleted so that nothing writes them.
 func runTerms(ctx context.Context, p params, health cell.Health) {
-	health.OK("following")
-	tables.TermRunner{DB: p.DB, Leadership: p.Leadership, Lease: tables.LBIPAMLease, RetryAfter: retryTerm}.Run(ctx,
-		func(ctx context.Context, term uint64) error {
-			health.OK(fmt.Sprintf("leading, term %d", term))
-			return allocate(ctx, p, term)
-		},
-		func(term uint64, err error, termOver bool) {
-			clearDecisions(p)
-			if err != nil && !termOver {
-				p.Log.Error("LB IPAM could not start its term; retrying", "term", term, "error", err)
-				health.Degraded(fmt.Sprintf("leading, term %d, not allocating", term), err)
-				return
-			}
-			p.Log.Info("LB IPAM term ended, no longer allocating", "term", term)
-			health.OK("following")
-		})
-	clearDecisions(p)
+	leader.Job{DB: p.DB, Leadership: p.Leadership, Lease: tables.LBIPAMLease, Name: "LB IPAM", RetryAfter: retryTerm,
+		Run:   func(ctx context.Context, term uint64) error { return allocate(ctx, p, term) },
+		Clear: func() { clearDecisions(p) },
+	}.Follow(ctx, health, p.Log)
 }
 
 // clearDecisions empties lb-allocations and lb-pool-status: only a leader

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
+	"github.com/heraldlb/herald/cells/internal/leader"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -44,7 +45,7 @@ type params struct {
 func registerReconciler(p params) error {
 	w := &statusWriter{
 		client: p.Client, pools: p.Pools, events: p.Events, now: time.Now, log: p.Reconcile.Log,
-		fence: tables.LeaseFence(p.Reconcile.DB, p.Leadership, tables.LBIPAMLease),
+		fence: leader.Fence(p.Reconcile.DB, p.Leadership, tables.LBIPAMLease),
 	}
 	_, err := reconciler.Register(p.Reconcile, p.Status,
 		(*tables.LBPoolStatus).Clone,

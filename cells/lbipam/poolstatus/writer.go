@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
+	"github.com/heraldlb/herald/cells/internal/leader"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -28,7 +29,7 @@ const (
 )
 
 type statusWriter struct {
-	fence  tables.WriteFence
+	fence  leader.WriteFence
 	log    *slog.Logger
 	client versioned.Interface
 	pools  statedb.Table[*tables.LBPool]

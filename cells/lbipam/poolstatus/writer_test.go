@@ -16,6 +16,7 @@ import (
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
+	"github.com/heraldlb/herald/cells/internal/leader"
 	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/statusstub"
 )
@@ -35,7 +36,7 @@ type fixture struct {
 }
 
 // newFixture wires a status writer as the cell does (the leadership table
-// read through tables.LeaseFence, a real client) against a stub of the
+// read through leader.Fence, a real client) against a stub of the
 // pool's status subresource at resourceVersion serverRV; the agent last
 // read the pool at resourceVersion 7.
 func newFixture(t *testing.T, serverRV int, l *tables.Leadership) *fixture {
@@ -68,7 +69,7 @@ func newFixture(t *testing.T, serverRV int, l *tables.Leadership) *fixture {
 	}
 	events := record.NewFakeRecorder(16)
 	return &fixture{db: db, leadership: leadership, api: api, events: events, w: &statusWriter{
-		fence: tables.LeaseFence(db, leadership, tables.LBIPAMLease), client: client, pools: pools, events: events,
+		fence: leader.Fence(db, leadership, tables.LBIPAMLease), client: client, pools: pools, events: events,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
 	}}
 }

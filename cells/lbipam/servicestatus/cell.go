@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/heraldlb/herald/cells/internal/leader"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -48,7 +49,7 @@ type params struct {
 
 func registerReconciler(p params) error {
 	ops := &statusWriter{kube: p.Kube, services: p.Services, events: p.Events, log: p.Reconcile.Log, now: time.Now,
-		fence: tables.LeaseFence(p.Reconcile.DB, p.Leadership, tables.LBIPAMLease),
+		fence: leader.Fence(p.Reconcile.DB, p.Leadership, tables.LBIPAMLease),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "herald_lbipam_assignment_latency_seconds",
 			Help:    "From a Service's creation to its first IP written into its status.",

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/heraldlb/herald/cells/internal/leader"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -37,7 +38,7 @@ const (
 const parallelWrites = 16
 
 type statusWriter struct {
-	fence    tables.WriteFence
+	fence    leader.WriteFence
 	kube     kubernetes.Interface
 	services statedb.Table[*tables.Service]
 	events   record.EventRecorder

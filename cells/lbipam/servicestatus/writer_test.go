@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/heraldlb/herald/cells/internal/leader"
 	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/statusstub"
 )
@@ -29,7 +30,7 @@ const (
 )
 
 // fixture is a status writer wired as the cell wires it (the leadership
-// table read through tables.LeaseFence, a real client) against a stub of the
+// table read through leader.Fence, a real client) against a stub of the
 // Service's status subresource at resourceVersion 7.
 type fixture struct {
 	db         *statedb.DB
@@ -72,7 +73,7 @@ func newFixture(t *testing.T, serverRV int, l *tables.Leadership) *fixture {
 	}
 	events := record.NewFakeRecorder(16)
 	return &fixture{db: db, leadership: leadership, api: api, events: events, w: &statusWriter{
-		fence: tables.LeaseFence(db, leadership, tables.LBIPAMLease), kube: kube, services: services, events: events,
+		fence: leader.Fence(db, leadership, tables.LBIPAMLease), kube: kube, services: services, events: events,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "test_latency"}),
 	}}

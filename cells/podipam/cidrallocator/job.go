@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
+	"github.com/heraldlb/herald/cells/internal/leader"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -50,23 +51,10 @@ func registerAllocator(p params) error {
 		p.Metrics.MustRegister(newCollector(p.DB, p.PoolStatus))
 	}
 	p.Jobs.Add(job.OneShot("allocate", func(ctx context.Context, health cell.Health) error {
-		health.OK("following")
-		tables.TermRunner{DB: p.DB, Leadership: p.Leadership, Lease: tables.PodIPAMLease, RetryAfter: time.Second}.Run(ctx,
-			func(ctx context.Context, term uint64) error {
-				health.OK(fmt.Sprintf("leading, term %d", term))
-				return allocate(ctx, p, term)
-			},
-			func(term uint64, err error, termOver bool) {
-				clearDecisions(p)
-				if err != nil && !termOver {
-					p.Log.Error("Pod CIDR allocator could not start its term; retrying", "term", term, "error", err)
-					health.Degraded(fmt.Sprintf("leading, term %d, not allocating", term), err)
-					return
-				}
-				p.Log.Info("Pod CIDR allocator term ended", "term", term)
-				health.OK("following")
-			})
-		clearDecisions(p)
+		leader.Job{DB: p.DB, Leadership: p.Leadership, Lease: tables.PodIPAMLease, Name: "Pod CIDR allocator", RetryAfter: time.Second,
+			Run:   func(ctx context.Context, term uint64) error { return allocate(ctx, p, term) },
+			Clear: func() { clearDecisions(p) },
+		}.Follow(ctx, health, p.Log)
 		return nil
 	}))
 	return nil

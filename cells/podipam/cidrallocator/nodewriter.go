@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
+	"github.com/heraldlb/herald/cells/internal/leader"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -27,7 +28,7 @@ const (
 
 // nodeWriter applies the allocator's decisions to the CiliumNodes.
 type nodeWriter struct {
-	fence  tables.WriteFence
+	fence  leader.WriteFence
 	client versioned.Interface
 	nodes  statedb.Table[*tables.CiliumNode]
 	events record.EventRecorder

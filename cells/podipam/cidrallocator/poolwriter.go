@@ -16,13 +16,14 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
+	"github.com/heraldlb/herald/cells/internal/leader"
 	"github.com/heraldlb/herald/tables"
 )
 
 // poolWriter writes a pool's status and keeps its finalizer while nodes
 // hold CIDRs of it.
 type poolWriter struct {
-	fence  tables.WriteFence
+	fence  leader.WriteFence
 	client versioned.Interface
 	pools  statedb.Table[*tables.PodIPPool]
 	events record.EventRecorder

@@ -10,6 +10,7 @@ import (
 
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
+	"github.com/heraldlb/herald/cells/internal/leader"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -31,7 +32,7 @@ func registerWriters(p writerParams) error {
 	if !p.Agent.MultiPool() {
 		return nil
 	}
-	f := tables.LeaseFence(p.Reconcile.DB, p.Leadership, tables.PodIPAMLease)
+	f := leader.Fence(p.Reconcile.DB, p.Leadership, tables.PodIPAMLease)
 	nw := &nodeWriter{fence: f, client: p.Client, nodes: p.CiliumNodes, events: p.Events, log: p.Reconcile.Log}
 	if _, err := reconciler.Register(p.Reconcile, p.Decisions,
 		(*tables.PodCIDRDecision).Clone, (*tables.PodCIDRDecision).SetStatus, (*tables.PodCIDRDecision).GetStatus,
