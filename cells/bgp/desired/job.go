@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
+	"github.com/heraldlb/herald/cells/internal/tablesync"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -67,27 +68,23 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 	}
 	self := p.Agent.Node()
 	initialized := false
-	for {
-		txn := p.DB.ReadTxn()
-		var watches []<-chan struct{}
-		watch := func(w <-chan struct{}) { watches = append(watches, w) }
-
-		node, _, w, _ := p.Nodes.GetWatch(txn, tables.NodeNameIndex.Query(self))
-		watch(w)
-		ccs, w := p.ClusterConfigs.AllWatch(txn)
-		watch(w)
-		pcs, w := p.PeerConfigs.AllWatch(txn)
-		watch(w)
-		advs, w := p.Adverts.AllWatch(txn)
-		watch(w)
-		ov, _, w, _ := p.Overrides.GetWatch(txn, tables.BGPNodeOverrideNameIndex.Query(self))
-		watch(w)
-		secrets, w := p.Secrets.AllWatch(txn)
-		watch(w)
-		svcs, w := p.Services.AllWatch(txn)
-		watch(w)
-		_, w = p.Slices.AllWatch(txn)
-		watch(w)
+	tablesync.Loop(ctx, p.DB, func(txn statedb.ReadTxn, w *tablesync.Watches) {
+		node, _, ch, _ := p.Nodes.GetWatch(txn, tables.NodeNameIndex.Query(self))
+		w.Add(ch)
+		ccs, ch := p.ClusterConfigs.AllWatch(txn)
+		w.Add(ch)
+		pcs, ch := p.PeerConfigs.AllWatch(txn)
+		w.Add(ch)
+		advs, ch := p.Adverts.AllWatch(txn)
+		w.Add(ch)
+		ov, _, ch, _ := p.Overrides.GetWatch(txn, tables.BGPNodeOverrideNameIndex.Query(self))
+		w.Add(ch)
+		secrets, ch := p.Secrets.AllWatch(txn)
+		w.Add(ch)
+		svcs, ch := p.Services.AllWatch(txn)
+		w.Add(ch)
+		_, ch = p.Slices.AllWatch(txn)
+		w.Add(ch)
 		in := inputs{
 			self: node, clusterConfigs: statedb.Collect(ccs), peerConfigs: map[string]*tables.BGPPeerConfig{},
 			adverts: statedb.Collect(advs), override: ov, secrets: map[string]*tables.BGPSecret{},
@@ -108,21 +105,23 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 			in.secrets[s.Name] = s
 		}
 		if p.Agent.MultiPool() {
-			pools, w := p.PodPools.AllWatch(txn)
-			watch(w)
+			pools, ch := p.PodPools.AllWatch(txn)
+			w.Add(ch)
 			in.podPools = statedb.Collect(pools)
-			cn, _, w, _ := p.CiliumNodes.GetWatch(txn, tables.CiliumNodeNameIndex.Query(self))
-			watch(w)
+			cn, _, ch, _ := p.CiliumNodes.GetWatch(txn, tables.CiliumNodeNameIndex.Query(self))
+			w.Add(ch)
 			in.ciliumNode = cn
 		}
 
 		instances, routes := derive(in)
-		instChanged, routesChanged := write(p, instances, routes, func(wtxn statedb.WriteTxn) {
-			if !initialized {
-				initDone(wtxn)
-				initialized = true
-			}
-		})
+		wtxn := p.DB.WriteTxn(p.Instances, p.Routes)
+		if !initialized {
+			initDone(wtxn)
+			initialized = true
+		}
+		instChanged := tablesync.Sync(wtxn, p.Instances, instances, func(i *tables.BGPInstance) string { return i.Name }, equal[*tables.BGPInstance])
+		routesChanged := tablesync.Sync(wtxn, p.Routes, routes, (*tables.BGPRoute).Key, equal[*tables.BGPRoute])
+		wtxn.Commit()
 		if node == nil {
 			health.Degraded("waiting for Node "+self, fmt.Errorf("node %q is not in the nodes table yet", self))
 		} else {
@@ -131,62 +130,12 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 		if instChanged > 0 {
 			logProblems(p.Log, instances)
 		}
-
-		cases := make([]reflect.SelectCase, 0, len(watches)+1)
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
-		for _, w := range watches {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
-		}
-		if i, _, _ := reflect.Select(cases); i == 0 {
-			return nil
-		}
-	}
+	})
+	return nil
 }
 
-// write makes the tables hold exactly these rows, touching only those
-// that changed.
-func write(p params, instances []*tables.BGPInstance, routes []*tables.BGPRoute, also func(statedb.WriteTxn)) (instChanged, routesChanged int) {
-	wtxn := p.DB.WriteTxn(p.Instances, p.Routes)
-	defer wtxn.Commit()
-	also(wtxn)
-	changed := 0
-	wantInst := map[string]*tables.BGPInstance{}
-	for _, i := range instances {
-		wantInst[i.Name] = i
-	}
-	for old := range p.Instances.All(wtxn) {
-		if _, ok := wantInst[old.Name]; !ok {
-			_, _, _ = p.Instances.Delete(wtxn, old)
-			changed++
-		}
-	}
-	for _, i := range instances {
-		if old, _, ok := p.Instances.Get(wtxn, tables.BGPInstanceNameIndex.Query(i.Name)); ok && reflect.DeepEqual(old, i) {
-			continue
-		}
-		_, _, _ = p.Instances.Insert(wtxn, i)
-		changed++
-	}
-	instChanged, changed = changed, 0
-	wantRoutes := map[string]*tables.BGPRoute{}
-	for _, r := range routes {
-		wantRoutes[r.Key()] = r
-	}
-	for old := range p.Routes.All(wtxn) {
-		if _, ok := wantRoutes[old.Key()]; !ok {
-			_, _, _ = p.Routes.Delete(wtxn, old)
-			changed++
-		}
-	}
-	for _, r := range routes {
-		if old, _, ok := p.Routes.Get(wtxn, tables.BGPRouteKeyIndex.Query(r.Key())); ok && reflect.DeepEqual(old, r) {
-			continue
-		}
-		_, _, _ = p.Routes.Insert(wtxn, r)
-		changed++
-	}
-	return instChanged, changed
-}
+// equal compares two rows field by field.
+func equal[T any](a, b T) bool { return reflect.DeepEqual(a, b) }
 
 // logProblems names every instance and peer that cannot run, with why.
 func logProblems(log *slog.Logger, instances []*tables.BGPInstance) {

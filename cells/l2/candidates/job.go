@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
+	"github.com/heraldlb/herald/cells/internal/tablesync"
 	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/tables"
 )
@@ -59,14 +60,19 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 	}
 	reported := map[string]bool{} // stranded Services this node reported
 	initialized := false
-	for {
-		txn := p.DB.ReadTxn()
-		svcs, w1 := p.Services.AllWatch(txn)
-		pols, w2 := p.Policies.AllWatch(txn)
-		nodes, w3 := p.Nodes.AllWatch(txn)
-		devs, w4 := p.Devices.AllWatch(txn)
-		members, w5 := p.Members.AllWatch(txn)
-		_, w6 := p.Slices.AllWatch(txn)
+	tablesync.Loop(ctx, p.DB, func(txn statedb.ReadTxn, w *tablesync.Watches) {
+		svcs, ch := p.Services.AllWatch(txn)
+		w.Add(ch)
+		pols, ch := p.Policies.AllWatch(txn)
+		w.Add(ch)
+		nodes, ch := p.Nodes.AllWatch(txn)
+		w.Add(ch)
+		devs, ch := p.Devices.AllWatch(txn)
+		w.Add(ch)
+		members, ch := p.Members.AllWatch(txn)
+		w.Add(ch)
+		_, ch = p.Slices.AllWatch(txn)
+		w.Add(ch)
 		readyNodes := func(svc string) []string {
 			var out []string
 			for s := range p.Slices.List(txn, tables.EndpointSliceServiceIndex.Query(svc)) {
@@ -83,53 +89,18 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 		in := inputs{self: p.Agent.Node(), services: statedb.Collect(svcs), policies: statedb.Collect(pols), nodes: statedb.Collect(nodes),
 			devices: statedb.Collect(devs), peerDevices: peerDevices, readyNodes: readyNodes}
 		rows := derive(in)
-		changed := write(p, rows, func(wtxn statedb.WriteTxn) {
-			if !initialized {
-				initDone(wtxn)
-				initialized = true
-			}
-		})
+
+		wtxn := p.DB.WriteTxn(p.Candidates)
+		if !initialized {
+			initDone(wtxn)
+			initialized = true
+		}
+		changed := tablesync.Sync(wtxn, p.Candidates, rows, func(c *tables.L2Candidate) string { return c.Group }, same)
+		wtxn.Commit()
 		reportStranded(p, strandedServices(in.services, in.policies, in.nodes, readyNodes), in.services, reported)
 		health.OK(fmt.Sprintf("%d groups, %d rows changed", len(rows), changed))
-
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-w1:
-		case <-w2:
-		case <-w3:
-		case <-w4:
-		case <-w5:
-		case <-w6:
-		}
-	}
-}
-
-// write makes the table hold exactly rows, touching only those that
-// changed, so that readers watching it wake for real changes only.
-func write(p params, rows []*tables.L2Candidate, also func(statedb.WriteTxn)) int {
-	wtxn := p.DB.WriteTxn(p.Candidates)
-	defer wtxn.Commit()
-	also(wtxn)
-	want := map[string]*tables.L2Candidate{}
-	for _, r := range rows {
-		want[r.Group] = r
-	}
-	changed := 0
-	for old := range p.Candidates.All(wtxn) {
-		if _, ok := want[old.Group]; !ok {
-			_, _, _ = p.Candidates.Delete(wtxn, old)
-			changed++
-		}
-	}
-	for _, r := range rows {
-		if old, _, ok := p.Candidates.Get(wtxn, tables.L2CandidateGroupIndex.Query(r.Group)); ok && same(old, r) {
-			continue
-		}
-		_, _, _ = p.Candidates.Insert(wtxn, r)
-		changed++
-	}
-	return changed
+	})
+	return nil
 }
 
 // same compares two rows by their JSON, which holds every field.
