@@ -11,14 +11,24 @@
 // bgp-peer-configs, bgp-advertisements, bgp-secrets, nodes, and
 // bgp-node-configs (to notice when someone else deleted or changed this
 // node's CiliumBGPNodeConfig).
-// Writes: CiliumBGPNodeConfig <node> (spec and status); the status of
-// CiliumBGPClusterConfigs, CiliumBGPPeerConfigs, CiliumBGPAdvertisements.
+// Writes: tables bgp-resource-status (what each resource's conditions
+// should say) and bgp-node-status (what this node's CiliumBGPNodeConfig
+// is made of), and through their reconcilers CiliumBGPNodeConfig <node>
+// (spec and status, at most one round every two seconds) and the status
+// of CiliumBGPClusterConfigs, CiliumBGPPeerConfigs, CiliumBGPAdvertisements.
 package status
 
 import (
-	"github.com/cilium/hive/cell"
+	"time"
 
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/statedb"
+	"github.com/cilium/statedb/reconciler"
+	"golang.org/x/time/rate"
+
+	"github.com/heraldlb/herald/api/client/clientset/versioned"
 	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -27,8 +37,52 @@ var Cell = cell.Module(
 	"Reports BGP sessions and resource problems in the API",
 
 	cell.Provide(reflections),
-	cell.Invoke(registerNodeConfigWriter, registerConditionWriter),
+	cell.ProvidePrivate(tables.NewBGPResourceStatusTable, tables.NewBGPNodeStatusTable),
+	cell.Provide(
+		statedb.RWTable[*tables.BGPResourceStatus].ToTable,
+		statedb.RWTable[*tables.BGPNodeStatus].ToTable,
+	),
+	cell.Invoke(registerDerivations, registerReconcilers),
 )
+
+type reconcilerParams struct {
+	cell.In
+
+	Agent          agentconfig.Config
+	BGP            bgpconfig.Config
+	Reconcile      reconciler.Params
+	Client         versioned.Interface
+	ResourceStatus statedb.RWTable[*tables.BGPResourceStatus]
+	NodeStatus     statedb.RWTable[*tables.BGPNodeStatus]
+}
+
+// registerReconcilers writes the two tables to the API server.
+func registerReconcilers(p reconcilerParams) error {
+	if !p.BGP.EnableBGPControlPlane {
+		return nil
+	}
+	_, err := reconciler.Register(p.Reconcile, p.ResourceStatus,
+		(*tables.BGPResourceStatus).Clone,
+		(*tables.BGPResourceStatus).SetStatus,
+		(*tables.BGPResourceStatus).GetStatus,
+		&conditionWriter{client: p.Client, log: p.Reconcile.Log, now: time.Now}, nil,
+		reconciler.WithRetry(minWriteInterval, time.Minute),
+	)
+	if err != nil {
+		return err
+	}
+	_, err = reconciler.Register(p.Reconcile, p.NodeStatus,
+		(*tables.BGPNodeStatus).Clone,
+		(*tables.BGPNodeStatus).SetStatus,
+		(*tables.BGPNodeStatus).GetStatus,
+		&nodeConfigWriter{client: p.Client, log: p.Reconcile.Log, name: p.Agent.Node()}, nil,
+		reconciler.WithRetry(minWriteInterval, time.Minute),
+		// Session counters change with every route: one round per
+		// interval at most, with what changed meanwhile.
+		reconciler.WithRoundLimits(1, rate.NewLimiter(rate.Every(minWriteInterval), 1)),
+	)
+	return err
+}
 
 // reflections asks the ground floor for the Kubernetes objects this cell
 // reads.

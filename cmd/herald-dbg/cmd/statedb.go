@@ -58,6 +58,8 @@ var printers = map[string]tablePrinter{
 	tables.BGPInstancesTableName:      printTable[*tables.BGPInstance](tables.BGPInstancesTableName),
 	tables.BGPRoutesTableName:         printTable[*tables.BGPRoute](tables.BGPRoutesTableName),
 	tables.BGPPeersTableName:          printTable[*tables.BGPPeerState](tables.BGPPeersTableName),
+	tables.BGPResourceStatusTableName: printTable[*tables.BGPResourceStatus](tables.BGPResourceStatusTableName),
+	tables.BGPNodeStatusTableName:     printTable[*tables.BGPNodeStatus](tables.BGPNodeStatusTableName),
 }
 
 type row interface {

@@ -6,7 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
-	"github.com/heraldlb/herald/tables"
 )
 
 func TestNoticeReadsAgainWhenSomeoneElseWrote(t *testing.T) {
@@ -14,21 +13,18 @@ func TestNoticeReadsAgainWhenSomeoneElseWrote(t *testing.T) {
 		return &v2alpha1.CiliumBGPNodeConfig{ObjectMeta: metav1.ObjectMeta{Name: "node1", ResourceVersion: rv}}
 	}
 	none := &v2alpha1.CiliumBGPNodeConfig{}
-	seen := func(rv string) *tables.BGPNodeConfig {
-		return &tables.BGPNodeConfig{Name: "node1", ResourceVersion: rv}
-	}
 	for _, tc := range []struct {
 		name      string
 		cur       *v2alpha1.CiliumBGPNodeConfig
-		seen      *tables.BGPNodeConfig
+		seen      string // resourceVersion as reflected, "" for none
 		readAgain bool
 	}{
-		{"nothing read yet", nil, seen("5"), true},
-		{"its own write shows up", written("5"), seen("5"), false},
-		{"none written, none shown", none, nil, false},
-		{"deleted by someone else", written("5"), nil, true},
-		{"changed by someone else (or an older version still on its way)", written("5"), seen("7"), true},
-		{"created by someone else", none, seen("3"), true},
+		{"nothing read yet", nil, "5", true},
+		{"its own write shows up", written("5"), "5", false},
+		{"none written, none shown", none, "", false},
+		{"deleted by someone else", written("5"), "", true},
+		{"changed by someone else (or an older version still on its way)", written("5"), "7", true},
+		{"created by someone else", none, "3", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &nodeConfigWriter{name: "node1", cur: tc.cur}
@@ -41,10 +37,10 @@ func TestNoticeReadsAgainWhenSomeoneElseWrote(t *testing.T) {
 }
 
 func TestOwnedByTheNode(t *testing.T) {
-	if got := owners(nil); got != nil {
+	if got := owners("node1", ""); got != nil {
 		t.Errorf("owners of an unseen Node = %v, want none (leave them be)", got)
 	}
-	got := owners(&tables.Node{Name: "node1", UID: "u-1"})
+	got := owners("node1", "u-1")
 	if len(got) != 1 || got[0].Kind != "Node" || got[0].APIVersion != "v1" || got[0].Name != "node1" || got[0].UID != "u-1" {
 		t.Errorf("owners = %+v, want the Node node1 with uid u-1", got)
 	}

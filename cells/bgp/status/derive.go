@@ -1,0 +1,129 @@
+package status
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/hive/job"
+	"github.com/cilium/statedb"
+	"github.com/cilium/statedb/reconciler"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
+	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
+	"github.com/heraldlb/herald/cells/internal/tablesync"
+	"github.com/heraldlb/herald/tables"
+)
+
+type deriveParams struct {
+	cell.In
+
+	Agent          agentconfig.Config
+	BGP            bgpconfig.Config
+	DB             *statedb.DB
+	Jobs           job.Group
+	Instances      statedb.Table[*tables.BGPInstance]
+	Peers          statedb.Table[*tables.BGPPeerState]
+	ClusterConfigs statedb.Table[*tables.BGPClusterConfig]
+	PeerConfigs    statedb.Table[*tables.BGPPeerConfig]
+	Adverts        statedb.Table[*tables.BGPAdvertisement]
+	Secrets        statedb.Table[*tables.BGPSecret]
+	Nodes          statedb.Table[*tables.Node]
+	NodeConfigs    statedb.Table[*tables.BGPNodeConfig]
+	ResourceStatus statedb.RWTable[*tables.BGPResourceStatus]
+	NodeStatus     statedb.RWTable[*tables.BGPNodeStatus]
+}
+
+// registerDerivations keeps bgp-resource-status (one row per cluster-wide
+// resource: its problems) and bgp-node-status (this node's row) as the
+// inputs say; the reconcilers write them to the API server.
+func registerDerivations(p deriveParams) {
+	if !p.BGP.EnableBGPControlPlane {
+		return
+	}
+	p.Jobs.Add(job.OneShot("derive-resource-status", func(ctx context.Context, _ cell.Health) error {
+		if err := tables.WaitInitialized(ctx, p.DB, p.ClusterConfigs, p.PeerConfigs, p.Adverts, p.Secrets, p.Nodes); err != nil {
+			return nil
+		}
+		tablesync.Loop(ctx, p.DB, func(txn statedb.ReadTxn, w *tablesync.Watches) {
+			ccs, ch := p.ClusterConfigs.AllWatch(txn)
+			w.Add(ch)
+			pcs, ch := p.PeerConfigs.AllWatch(txn)
+			w.Add(ch)
+			advs, ch := p.Adverts.AllWatch(txn)
+			w.Add(ch)
+			secrets, ch := p.Secrets.AllWatch(txn)
+			w.Add(ch)
+			nodes, ch := p.Nodes.AllWatch(txn)
+			w.Add(ch)
+			rows := resourceStatus(statedb.Collect(ccs), statedb.Collect(pcs), statedb.Collect(advs), statedb.Collect(secrets), statedb.Collect(nodes), p.BGP.BGPSecretsNamespace)
+			wtxn := p.DB.WriteTxn(p.ResourceStatus)
+			tablesync.Sync(wtxn, p.ResourceStatus, rows, (*tables.BGPResourceStatus).Key, (*tables.BGPResourceStatus).Same)
+			wtxn.Commit()
+		})
+		return nil
+	}))
+	p.Jobs.Add(job.OneShot("derive-node-status", func(ctx context.Context, _ cell.Health) error {
+		if err := tables.WaitInitialized(ctx, p.DB, p.Instances, p.NodeConfigs, p.Nodes); err != nil {
+			return nil
+		}
+		self := p.Agent.Node()
+		tablesync.Loop(ctx, p.DB, func(txn statedb.ReadTxn, w *tablesync.Watches) {
+			insts, ch := p.Instances.AllWatch(txn)
+			w.Add(ch)
+			peers, ch := p.Peers.AllWatch(txn)
+			w.Add(ch)
+			seen, _, ch, _ := p.NodeConfigs.GetWatch(txn, tables.BGPNodeConfigNameIndex.Query(self))
+			w.Add(ch)
+			node, _, ch, _ := p.Nodes.GetWatch(txn, tables.NodeNameIndex.Query(self))
+			w.Add(ch)
+			row := &tables.BGPNodeStatus{Node: self, Instances: statedb.Collect(insts), Peers: statedb.Collect(peers), Status: reconciler.StatusPending()}
+			if node != nil {
+				row.NodeUID = node.UID
+			}
+			if seen != nil {
+				row.Seen = seen.ResourceVersion
+			}
+			wtxn := p.DB.WriteTxn(p.NodeStatus)
+			tablesync.Sync(wtxn, p.NodeStatus, []*tables.BGPNodeStatus{row}, func(s *tables.BGPNodeStatus) string { return s.Node }, (*tables.BGPNodeStatus).Same)
+			wtxn.Commit()
+		})
+		return nil
+	}))
+}
+
+// resourceStatus is the row of every cluster-wide BGP resource: pure.
+func resourceStatus(ccs []*tables.BGPClusterConfig, pcs []*tables.BGPPeerConfig, advs []*tables.BGPAdvertisement,
+	secrets []*tables.BGPSecret, nodes []*tables.Node, secretsNamespace string) []*tables.BGPResourceStatus {
+	pcByName := map[string]*tables.BGPPeerConfig{}
+	for _, pc := range pcs {
+		pcByName[pc.Name] = pc
+	}
+	secretByName := map[string]*tables.BGPSecret{}
+	for _, s := range secrets {
+		secretByName[s.Name] = s
+	}
+	var rows []*tables.BGPResourceStatus
+	add := func(kind, name, uid string, generation int64, conditions []metav1.Condition, problems []problem) {
+		row := &tables.BGPResourceStatus{Kind: kind, Name: name, UID: uid, Generation: generation,
+			Conditions: slices.Clone(conditions), Status: reconciler.StatusPending()}
+		for _, pr := range problems {
+			row.Problems = append(row.Problems, tables.BGPProblem{Type: pr.typ, Message: pr.message})
+		}
+		rows = append(rows, row)
+	}
+	for _, cc := range ccs {
+		add(v2alpha1.BGPClusterConfigKind, cc.Name, cc.UID, cc.Generation, cc.Conditions, clusterConfigProblems(cc, ccs, nodes, pcByName))
+	}
+	for _, pc := range pcs {
+		add(v2alpha1.BGPPeerConfigKind, pc.Name, pc.UID, pc.Generation, pc.Conditions, peerConfigProblems(pc, secretByName, secretsNamespace))
+	}
+	for _, a := range advs {
+		add(v2alpha1.BGPAdvertisementKind, a.Name, a.UID, a.Generation, a.Conditions, advertisementProblems(a))
+	}
+	slices.SortFunc(rows, func(a, b *tables.BGPResourceStatus) int { return strings.Compare(a.Key(), b.Key()) })
+	return rows
+}
