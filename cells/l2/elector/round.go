@@ -1,0 +1,207 @@
+package elector
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cilium/statedb"
+	"github.com/cilium/statedb/reconciler"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+// A decision round: what this node knows, decided, and applied to the
+// tables it writes.
+
+// round decides and applies the outcome. It returns a channel that closes
+// when an input of the decision changes.
+func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan struct{} {
+	txn := e.DB.ReadTxn()
+	cands, candWatch := e.Candidates.AllWatch(txn)
+	recs, recWatch := e.Records.PrefixWatch(txn, tables.L2LeaseNameIndex.Query(tables.L2AnnounceLeasePrefix))
+	ann, annWatch := e.Announce.AllWatch(txn)
+	_, devWatch := e.Devices.AllWatch(txn)
+	inputs := []<-chan struct{}{candWatch, recWatch, annWatch, devWatch}
+
+	v := view{self: e.self, term: e.fence.term, fresh: fresh, mayMove: mayMove, apiUp: e.apiUp(time.Now()),
+		members: map[string]member{}, groups: statedb.Collect(cands), records: map[string]holding{},
+		took: e.took, withdrawn: map[string]bool{}, renewed: map[string]bool{}}
+	now := time.Now()
+	for _, m := range rows {
+		// A death seen before this node's term began counts only after
+		// the rejoin grace: until then the member is treated as alive.
+		live := m.Live() || !deathTrusted(m, e.fence.since, now)
+		v.members[m.Node] = member{live: live, term: m.Term, tookOver: m.TookOver}
+	}
+	var renewedUntil time.Time
+	present := map[string]bool{}
+	for l := range recs {
+		present[l.Name] = true
+		_, member := v.members[l.Holder]
+		renewed, until := e.observeRecord(l, now, e.timings.Duration, member)
+		if renewed && (renewedUntil.IsZero() || until.Before(renewedUntil)) {
+			renewedUntil = until
+		}
+		v.records[l.Name] = holding{holder: l.Holder, term: l.Term, version: l.ResourceVersion}
+		if renewed {
+			v.renewed[l.Name] = true
+		}
+	}
+	for name := range e.records {
+		if !present[name] {
+			delete(e.records, name)
+		}
+	}
+	// Decide again when a renewed Lease has not been renewed for its
+	// duration: it may be taken then.
+	if !renewedUntil.IsZero() {
+		expired := make(chan struct{})
+		time.AfterFunc(time.Until(renewedUntil), func() { close(expired) })
+		inputs = append(inputs, expired)
+	}
+	for g, o := range e.overlay {
+		if cur, ok := v.records[g]; (ok && cur.version == o.fromVersion) || (!ok && o.fromVersion == "") {
+			v.records[g] = o.h
+		} else {
+			delete(e.overlay, g)
+		}
+	}
+	// A group's entries are out once every one of them is marked withdrawn
+	// and the responder reports it done.
+	groupOf := map[tables.L2AnnounceKey]string{}
+	for _, c := range v.groups {
+		for _, l := range c.Local {
+			groupOf[tables.L2AnnounceKey{IP: l.IP, NetworkInterface: l.NetworkInterface}] = c.Group
+		}
+	}
+	pending := map[string]bool{}
+	for a := range ann {
+		if !a.Withdrawn || a.Status.Kind != reconciler.StatusKindDone {
+			pending[groupOf[tables.L2AnnounceKey{IP: a.IP, NetworkInterface: a.NetworkInterface}]] = true
+		}
+	}
+	for _, c := range v.groups {
+		if !pending[c.Group] {
+			v.withdrawn[c.Group] = true
+		}
+	}
+
+	p := decide(v)
+	e.took = p.took
+	e.apply(v, p, fresh)
+	e.collect(v)
+	for _, w := range p.writes {
+		e.send(w, false)
+	}
+	return inputs
+}
+
+// apply makes l2-announce, l2-owners and the metadata match the plan.
+func (e *elector) apply(v view, p plan, fresh bool) {
+	want := map[tables.L2AnnounceKey]*tables.L2AnnounceEntry{}
+	owners := make([]*tables.L2Owner, 0, len(v.groups))
+	held := 0
+	for _, c := range v.groups {
+		d := p.decisions[c.Group]
+		rec := v.records[c.Group]
+		o := &tables.L2Owner{Group: c.Group, IPs: c.IPs, Owner: d.owner, Announced: d.announce, Why: d.why}
+		if rec.holder != "" {
+			o.Holder = rec.key()
+		}
+		owners = append(owners, o)
+		if d.announce || d.withdraw {
+			for _, l := range c.Local {
+				en := l.Clone()
+				en.Withdrawn = d.withdraw
+				want[tables.L2AnnounceKey{IP: en.IP, NetworkInterface: en.NetworkInterface}] = en
+			}
+		}
+		if d.announce {
+			held++
+			if !e.announced[c.Group] {
+				recordAnnounced(e.Events, e.self, c.Group, c.Local)
+			}
+		}
+		e.announced[c.Group] = d.announce
+	}
+	for g := range e.announced {
+		if _, ok := p.decisions[g]; !ok {
+			delete(e.announced, g)
+		}
+	}
+	e.metrics.held.Set(float64(held))
+
+	wtxn := e.DB.WriteTxn(e.Announce, e.Owners, e.Health)
+	for en := range e.Announce.All(wtxn) {
+		k := tables.L2AnnounceKey{IP: en.IP, NetworkInterface: en.NetworkInterface}
+		if w, ok := want[k]; ok && en.Ifindex == w.Ifindex && en.MAC == w.MAC && en.Withdrawn == w.Withdrawn && slices.Equal(en.Origins, w.Origins) {
+			delete(want, k)
+			continue
+		}
+		if _, ok := want[k]; !ok {
+			_, _, _ = e.Announce.Delete(wtxn, en)
+		}
+	}
+	for _, en := range want {
+		en.Status = reconciler.StatusPending()
+		_, _, _ = e.Announce.Insert(wtxn, en)
+	}
+	keep := map[string]bool{}
+	for _, o := range owners {
+		keep[o.Group] = true
+		if old, _, ok := e.Owners.Get(wtxn, tables.L2OwnerGroupIndex.Query(o.Group)); ok && sameJSON(old, o) {
+			continue
+		}
+		_, _, _ = e.Owners.Insert(wtxn, o)
+	}
+	for o := range e.Owners.All(wtxn) {
+		if !keep[o.Group] {
+			_, _, _ = e.Owners.Delete(wtxn, o)
+		}
+	}
+	// In the same transaction as the entries: the responder never sees
+	// entries without the deadline they are answered under.
+	e.writeFence(wtxn, fresh)
+	wtxn.Commit()
+
+	meta := nodeMeta{Term: e.fence.term, Devices: []string{}}
+	for d := range e.Devices.All(e.DB.ReadTxn()) {
+		if d.Selected {
+			meta.Devices = append(meta.Devices, d.Name)
+		}
+	}
+	slices.Sort(meta.Devices)
+	for g, k := range p.took {
+		meta.TookOver = append(meta.TookOver, claimKey(g, k))
+	}
+	slices.Sort(meta.TookOver)
+	meta.TookOver = slices.Compact(meta.TookOver)
+	e.members.setMeta(meta)
+}
+
+// recordAnnounced tells a group's Services, in an Event, which node now
+// answers for their IPs and where.
+func recordAnnounced(events record.EventRecorder, node, lease string, entries []*tables.L2AnnounceEntry) {
+	where := map[string][]string{}
+	for _, en := range entries {
+		for _, svc := range en.Origins {
+			where[svc] = append(where[svc], en.IP.String()+" on "+en.NetworkInterface)
+		}
+	}
+	for svc, places := range where {
+		ns, name, _ := strings.Cut(svc, "/")
+		slices.Sort(places)
+		ref := &corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name}
+		events.Eventf(ref, corev1.EventTypeNormal, EventAnnounced, "Node %s announces %s (Lease %s)", node, strings.Join(places, ", "), lease)
+	}
+}
+
+func sameJSON(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}
