@@ -16,8 +16,9 @@ const module = "github.com/heraldlb/herald/"
 // The rules of cells/, as Documentation/architecture.md states them:
 //   - a cell never imports another cell: it may import cells/internal
 //     (libraries), the ground floor's configuration
-//     (cells/ground/agentconfig) and its own feature's configuration
-//     (cells/<feature>/<feature>config);
+//     (cells/ground/agentconfig), its own feature's configuration
+//     (cells/<feature>/<feature>config) and libraries
+//     (cells/<feature>/internal/...);
 //   - a feature's group (cells/<feature>) imports its own cells only;
 //   - nothing under cells/ imports daemon/.
 func TestCellsImportNoOtherCell(t *testing.T) {
@@ -61,8 +62,8 @@ func forbidden(dir, path string) string {
 		return "" // a feature's group wires its own cells
 	case strings.HasPrefix(dir, "internal/") && strings.HasPrefix(other, "internal/"):
 		return ""
-	case other == feature+"/"+feature+"config":
-		return "" // the feature's own configuration
+	case other == feature+"/"+feature+"config" || strings.HasPrefix(other, feature+"/internal/"):
+		return "" // the feature's own configuration and libraries
 	case strings.HasPrefix(dir, other+"/") || dir == other:
 		return "" // its own sub-packages
 	case strings.HasPrefix(other, dir+"/"):

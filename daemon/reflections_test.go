@@ -30,6 +30,8 @@ func TestReflectionsPerFeature(t *testing.T) {
 		{name: "LB IPAM alone", want: lbipam},
 		{name: "L2 announcements", flags: []string{"--enable-l2-announcements"},
 			want: append(slices.Clone(lbipam), tables.EndpointSlicesTableName, tables.L2LeasesTableName+" in kube-system", tables.L2PoliciesTableName, tables.NodesTableName)},
+		{name: "L2 announcements, Lease election", flags: []string{"--enable-l2-announcements", "--l2-announcements-election=lease"},
+			want: append(slices.Clone(lbipam), tables.EndpointSlicesTableName, tables.L2LeasesTableName+" in kube-system", tables.L2PoliciesTableName, tables.NodesTableName)},
 		{name: "multi-pool IPAM", flags: []string{"--ipam=multi-pool"},
 			want: append(slices.Clone(lbipam), tables.CiliumNodesTableName, tables.NamespacesTableName, tables.NodesTableName, tables.PodIPPoolsTableName, tables.PodsTableName)},
 		{name: "BGP", flags: []string{"--enable-bgp-control-plane", "--bgp-secrets-namespace=bgp"},

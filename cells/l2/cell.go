@@ -5,8 +5,9 @@
 //     l2-candidates; Events for Services nobody may announce;
 //   - responder: l2-announce → the eBPF ARP/NDP responder on the selected
 //     devices, gratuitous ARP;
-//   - elector: l2-candidates × members (peer liveness) × Leases →
-//     l2-announce and the fence deadline (l2-lease-health); the
+//   - elector (the members election, the default) or leaseelection (a
+//     Lease per group): l2-candidates (× members, peer liveness) × Leases
+//     → l2-announce and the fence deadline (l2-lease-health); the
 //     announcement Leases;
 //   - policystatus: l2-policies → the policies' status conditions;
 //   - podannounce: pod-ip-allocations × devices → gratuitous ARP for new
@@ -15,10 +16,12 @@ package l2
 
 import (
 	"github.com/cilium/hive/cell"
+	"github.com/cilium/statedb"
 
 	"github.com/heraldlb/herald/cells/l2/candidates"
 	"github.com/heraldlb/herald/cells/l2/elector"
 	"github.com/heraldlb/herald/cells/l2/l2config"
+	"github.com/heraldlb/herald/cells/l2/leaseelection"
 	"github.com/heraldlb/herald/cells/l2/podannounce"
 	"github.com/heraldlb/herald/cells/l2/policystatus"
 	"github.com/heraldlb/herald/cells/l2/responder"
@@ -26,15 +29,25 @@ import (
 )
 
 var Cell = cell.Group(
-	// enable-l2-announcements, read by every cell of the feature.
+	// The feature's switch, its election and the Lease timings.
 	cell.Config(l2config.Defaults),
+	cell.Config(l2config.DefaultL2Leases),
+	cell.Invoke(l2config.Config.Validate),
 	cell.Provide(asks),
+	// What the election decides, for the responder: the entries to answer
+	// for (their status written back by the responder), and the deadline
+	// it answers until. One election runs, and writes them.
+	cell.Provide(
+		tables.NewL2AnnounceTable, statedb.RWTable[*tables.L2AnnounceEntry].ToTable,
+		tables.NewL2LeaseHealthTable, statedb.RWTable[*tables.L2LeaseHealth].ToTable,
+	),
 	candidates.Cell,
 	// Before the elector: cells stop in reverse order, so the responder
 	// still runs when the stopping elector withdraws every entry, and the
 	// node leaves the members as soon as it is silent.
 	responder.Cell,
 	elector.Cell,
+	leaseelection.Cell,
 	policystatus.Cell,
 	podannounce.Cell,
 )

@@ -31,6 +31,18 @@ func Loop(ctx context.Context, db *statedb.DB, round func(txn statedb.ReadTxn, w
 	}
 }
 
+// Closed reports whether any of the channels has closed, without waiting.
+func Closed(watches ...<-chan struct{}) bool {
+	for _, w := range watches {
+		select {
+		case <-w:
+			return true
+		default:
+		}
+	}
+	return false
+}
+
 // wait blocks until one of the channels closes (true) or ctx ends
 // (false).
 func (w Watches) wait(ctx context.Context) bool {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
+	"github.com/heraldlb/herald/cells/internal/tablesync"
 	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/tables"
 )
@@ -29,7 +30,7 @@ type params struct {
 
 	Agent      agentconfig.Config
 	L2         l2config.Config
-	Leases     L2Leases
+	Leases     l2config.L2Leases
 	Config     Config
 	Log        *slog.Logger
 	DB         *statedb.DB
@@ -49,14 +50,14 @@ type params struct {
 }
 
 func registerMembersElector(p params) error {
-	if !p.Config.runs(p.L2, L2ElectionMembers) {
+	if !p.L2.Runs(l2config.ElectionMembers) {
 		return nil
 	}
 	// The timings of the node Leases.
-	if err := validateLeases(p.Leases); err != nil {
+	if err := p.Leases.Validate(); err != nil {
 		return err
 	}
-	e := &elector{params: p, self: p.Agent.Node(), timings: electionTimings(p.Leases),
+	e := &elector{params: p, self: p.Agent.Node(), timings: p.Leases.Timings(),
 		members: newMembers(p.Log, p.Agent.Node()),
 		fence:   fence{newTerm: newTermName},
 		leases:  p.Kube.CoordinationV1().Leases(p.Agent.K8sNamespace),
@@ -179,7 +180,7 @@ func (e *elector) run(ctx context.Context, health cell.Health) error {
 		writesLanded = e.drainResults() || writesLanded
 		grace := inRejoinGrace(rows, e.fence.since, now)
 		// Decide again when an input changed; echoes only move the fence.
-		if inputs == nil || closed(inputs...) || fresh != lastFresh || e.fence.term != lastTerm || version != lastMembers || writesLanded ||
+		if inputs == nil || tablesync.Closed(inputs...) || fresh != lastFresh || e.fence.term != lastTerm || version != lastMembers || writesLanded ||
 			st.mayMove != lastMayMove || grace != lastGrace {
 			inputs = e.round(fresh, st.mayMove, rows)
 			writesLanded = false

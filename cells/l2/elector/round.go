@@ -3,14 +3,12 @@ package elector
 import (
 	"encoding/json"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/reconciler"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/record"
 
+	"github.com/heraldlb/herald/cells/l2/internal/announced"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -123,7 +121,7 @@ func (e *elector) apply(v view, p plan, fresh bool) {
 		if d.announce {
 			held++
 			if !e.announced[c.Group] {
-				recordAnnounced(e.Events, e.self, c.Group, c.Local)
+				announced.Record(e.Events, e.self, c.Group, c.Local)
 			}
 		}
 		e.announced[c.Group] = d.announce
@@ -185,21 +183,6 @@ func (e *elector) apply(v view, p plan, fresh bool) {
 
 // recordAnnounced tells a group's Services, in an Event, which node now
 // answers for their IPs and where.
-func recordAnnounced(events record.EventRecorder, node, lease string, entries []*tables.L2AnnounceEntry) {
-	where := map[string][]string{}
-	for _, en := range entries {
-		for _, svc := range en.Origins {
-			where[svc] = append(where[svc], en.IP.String()+" on "+en.NetworkInterface)
-		}
-	}
-	for svc, places := range where {
-		ns, name, _ := strings.Cut(svc, "/")
-		slices.Sort(places)
-		ref := &corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name}
-		events.Eventf(ref, corev1.EventTypeNormal, EventAnnounced, "Node %s announces %s (Lease %s)", node, strings.Join(places, ", "), lease)
-	}
-}
-
 func sameJSON(a, b any) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)

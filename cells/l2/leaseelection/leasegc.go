@@ -1,4 +1,4 @@
-package elector
+package leaseelection
 
 import (
 	"context"
@@ -20,10 +20,10 @@ import (
 // per node and interval, whatever the number of Services.
 const gcInterval = time.Minute
 
-func registerLeaseGC(jobs job.Group, agent agentconfig.Config, l2 l2config.Config, c Config, cfg L2Leases, kube kubernetes.Interface, log *slog.Logger) {
+func registerLeaseGC(jobs job.Group, agent agentconfig.Config, l2 l2config.Config, cfg l2config.L2Leases, kube kubernetes.Interface, log *slog.Logger) {
 	// The members election deletes the Leases of gone groups itself; its
 	// Leases are not renewed, so age says nothing about them.
-	if !c.runs(l2, L2ElectionLease) {
+	if !l2.Runs(l2config.ElectionLease) {
 		return
 	}
 	jobs.Add(job.Timer("lease-gc", func(ctx context.Context) error {

@@ -1,4 +1,4 @@
-package elector
+package leaseelection
 
 import (
 	"context"
@@ -20,7 +20,7 @@ type campaign struct {
 	mu         sync.Mutex
 	leading    bool
 	withdrawn  bool
-	validUntil time.Time // see electionTimings
+	validUntil time.Time // see l2config.L2Leases.Timings
 	failing    error     // the last Lease API call failed with this
 }
 

@@ -1,4 +1,4 @@
-package elector
+package l2config
 
 import (
 	"testing"
@@ -26,11 +26,11 @@ func TestElectionTimings(t *testing.T) {
 		want:  tables.LeaseTimings{Duration: 3 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 500 * time.Millisecond},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := validateLeases(tc.flags); err != nil {
+			if err := tc.flags.Validate(); err != nil {
 				t.Fatalf("the flags must be valid: %v", err)
 			}
-			if got := electionTimings(tc.flags); got != tc.want {
-				t.Errorf("electionTimings(%+v) = %+v, want %+v", tc.flags, got, tc.want)
+			if got := tc.flags.Timings(); got != tc.want {
+				t.Errorf("Timings(%+v) = %+v, want %+v", tc.flags, got, tc.want)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package elector
+package l2config
 
 import (
 	"fmt"
@@ -7,8 +7,8 @@ import (
 	"github.com/heraldlb/herald/tables"
 )
 
-// electionTimings are the timings of every announcement Lease election,
-// derived from the flags. They are this cell's fencing contract: a node
+// Timings are the timings of every announcement Lease election,
+// derived from the flags. They are the feature's fencing contract: a node
 // answers for a Lease's IPs only until RenewDeadline after it *sent* its
 // last successful renewal (a renewal whose answer is read late, after a
 // freeze, counts from when it was sent, so it may already have expired).
@@ -19,7 +19,7 @@ import (
 //     second for that rounding and a retry period of margin: the others
 //     take the Lease over a lease duration after they saw its last renewal,
 //     which is after it was sent.
-func electionTimings(l L2Leases) tables.LeaseTimings {
+func (l L2Leases) Timings() tables.LeaseTimings {
 	duration := l.L2AnnouncementsLeaseDuration.Truncate(LeaseTimeResolution)
 	fresh := duration - LeaseTimeResolution - l.L2AnnouncementsRetryPeriod
 	return tables.LeaseTimings{
@@ -33,23 +33,23 @@ func electionTimings(l L2Leases) tables.LeaseTimings {
 // compare them: a follower may see a renewal up to this much late.
 const LeaseTimeResolution = time.Second
 
-// effectiveDuration is the lease duration as the Lease records it, in whole
+// EffectiveDuration is the lease duration as the Lease records it, in whole
 // seconds (leaseDurationSeconds): what other nodes go by.
-func effectiveDuration(c L2Leases) time.Duration {
+func (c L2Leases) EffectiveDuration() time.Duration {
 	return c.L2AnnouncementsLeaseDuration.Truncate(time.Second)
 }
 
-// validateLeases applies the spec's rules, and one more: the lease duration must
+// Validate applies the spec's rules, and one more: the lease duration must
 // exceed 1s plus two retry periods, so that a holder's renewals (one per
-// retry period) stay within what a node may trust (electionTimings).
+// retry period) stay within what a node may trust (Timings).
 // Shorter leases were measured to let two nodes answer for the same IP
 // during handovers.
-func validateLeases(c L2Leases) error {
+func (c L2Leases) Validate() error {
 	d, r, p := c.L2AnnouncementsLeaseDuration, c.L2AnnouncementsRenewDeadline, c.L2AnnouncementsRetryPeriod
 	switch {
 	case d <= time.Second:
 		return fmt.Errorf("l2-announcements-lease-duration (%s) must be greater than 1s", d)
-	case effectiveDuration(c) <= LeaseTimeResolution+2*p:
+	case c.EffectiveDuration() <= LeaseTimeResolution+2*p:
 		return fmt.Errorf("l2-announcements-lease-duration (%s) must be greater than 1s plus twice l2-announcements-retry-period (%s), in whole seconds: Leases record time in whole seconds", d, p)
 	case d <= r:
 		return fmt.Errorf("l2-announcements-lease-duration (%s) must be larger than l2-announcements-renew-deadline (%s)", d, r)

@@ -1,4 +1,4 @@
-package elector
+package leaseelection
 
 import (
 	"context"
@@ -13,17 +13,20 @@ import (
 	"github.com/cilium/statedb/reconciler"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/heraldlb/herald/cells/internal/tablesync"
+	"github.com/heraldlb/herald/cells/l2/internal/announced"
+	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/tables"
 )
 
 func registerAnnouncer(p params) error {
-	if !p.Config.runs(p.L2, L2ElectionLease) {
+	if !p.L2.Runs(l2config.ElectionLease) {
 		return nil
 	}
-	if err := validateLeases(p.Leases); err != nil {
+	if err := p.Leases.Validate(); err != nil {
 		return err
 	}
-	a := &announcer{params: p, node: p.Agent.Node(), timings: electionTimings(p.Leases),
+	a := &announcer{params: p, node: p.Agent.Node(), timings: p.Leases.Timings(),
 		heldChanged: make(chan struct{}, 1), renewed: make(chan struct{}, 1),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_l2_lease_transitions_total",
@@ -72,7 +75,7 @@ func (a *announcer) run(ctx context.Context, health cell.Health) error {
 	for {
 		// The selection only changes with the candidates; a freshness tick
 		// or a Lease changing hands just re-syncs what is announced.
-		if sel == nil || closed(candWatch) {
+		if sel == nil || tablesync.Closed(candWatch) {
 			var cands iter.Seq2[*tables.L2Candidate, statedb.Revision]
 			cands, candWatch = a.Candidates.AllWatch(a.DB.ReadTxn())
 			sel = selectionOf(cands)
@@ -164,7 +167,7 @@ func (a *announcer) stopAll(campaigns map[string]*campaign, stopping []*campaign
 }
 
 // sync makes l2-announce hold exactly the entries of the groups whose Lease
-// this node holds and may still answer for (electionTimings), and records
+// this node holds and may still answer for (l2config.L2Leases.Timings), and records
 // in l2-lease-health until when the ARP responder may trust that.
 func (a *announcer) sync(sel selection, campaigns map[string]*campaign) {
 	now := time.Now()
@@ -183,7 +186,7 @@ func (a *announcer) sync(sel selection, campaigns map[string]*campaign) {
 				for _, en := range g.entries {
 					entries = append(entries, en)
 				}
-				recordAnnounced(a.Events, a.node, g.lease, entries)
+				announced.Record(a.Events, a.node, g.lease, entries)
 			}
 		}
 		if !held {
@@ -249,20 +252,4 @@ func selectionOf(cands iter.Seq2[*tables.L2Candidate, statedb.Revision]) selecti
 		sel[c.Group] = g
 	}
 	return sel
-}
-
-// EventAnnounced is the reason of the Event recorded on a Service when a
-// node starts answering for its IPs.
-const EventAnnounced = "L2Announced"
-
-// closed reports whether any of the watch channels has fired.
-func closed(watches ...<-chan struct{}) bool {
-	for _, w := range watches {
-		select {
-		case <-w:
-			return true
-		default:
-		}
-	}
-	return false
 }

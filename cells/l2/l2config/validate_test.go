@@ -1,4 +1,4 @@
-package elector
+package l2config
 
 import (
 	"strings"
@@ -22,7 +22,7 @@ func TestL2LeasesValidate(t *testing.T) {
 		{5 * time.Second, time.Second, 0, "retry-period (0s) must be at least 1ns"},
 	}
 	for _, tt := range tests {
-		err := validateLeases(L2Leases{L2AnnouncementsLeaseDuration: tt.d, L2AnnouncementsRenewDeadline: tt.r, L2AnnouncementsRetryPeriod: tt.p})
+		err := L2Leases{L2AnnouncementsLeaseDuration: tt.d, L2AnnouncementsRenewDeadline: tt.r, L2AnnouncementsRetryPeriod: tt.p}.Validate()
 		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 			t.Errorf("%s/%s/%s: %v, want %q", tt.d, tt.r, tt.p, err, tt.wantErr)
 		}

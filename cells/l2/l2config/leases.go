@@ -1,4 +1,4 @@
-package elector
+package l2config
 
 import (
 	"time"
@@ -8,7 +8,7 @@ import (
 
 // L2Leases are the flags of the L2 announcement Leases' timings: of each
 // Service's Lease with the Lease election, of each node's own Lease with the
-// members election. This cell checks and applies them.
+// members election. Both elections check and apply them (Timings).
 type L2Leases struct {
 	L2AnnouncementsLeaseDuration time.Duration // l2-announcements-lease-duration
 	L2AnnouncementsRenewDeadline time.Duration // l2-announcements-renew-deadline
