@@ -48,6 +48,8 @@ func Kube(opts ...KubeOption) cell.Cell {
 			tables.NewBGPAdvertisementsTable, statedb.RWTable[*tables.BGPAdvertisement].ToTable,
 			tables.NewBGPNodeOverridesTable, statedb.RWTable[*tables.BGPNodeOverride].ToTable,
 			tables.NewBGPSecretsTable, statedb.RWTable[*tables.BGPSecret].ToTable,
+			tables.NewPodIPPoolsTable, statedb.RWTable[*tables.PodIPPool].ToTable,
+			tables.NewCiliumNodesTable, statedb.RWTable[*tables.CiliumNode].ToTable,
 			func(p kubeParams) hive.ScriptCmdsOut { return newKube(p, o).commands() },
 		),
 	)
@@ -76,6 +78,8 @@ type kubeParams struct {
 	BGPAdvertisement statedb.RWTable[*tables.BGPAdvertisement]
 	BGPNodeOverrides statedb.RWTable[*tables.BGPNodeOverride]
 	BGPSecrets       statedb.RWTable[*tables.BGPSecret]
+	PodIPPools       statedb.RWTable[*tables.PodIPPool]
+	CiliumNodes      statedb.RWTable[*tables.CiliumNode]
 }
 
 type kube struct {
@@ -89,7 +93,7 @@ type kube struct {
 func newKube(p kubeParams, o kubeOptions) *kube {
 	k := &kube{kubeParams: p, clock: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	k.all = []statedb.TableMeta{p.Services, p.LBPools, p.L2Policies, p.Nodes, p.EndpointSlices,
-		p.BGPClusterConfig, p.BGPPeerConfigs, p.BGPAdvertisement, p.BGPNodeOverrides, p.BGPSecrets}
+		p.BGPClusterConfig, p.BGPPeerConfigs, p.BGPAdvertisement, p.BGPNodeOverrides, p.BGPSecrets, p.PodIPPools, p.CiliumNodes}
 	wtxn := p.DB.WriteTxn(k.all...)
 	k.synced = []func(statedb.WriteTxn){
 		p.Services.RegisterInitializer(wtxn, "script"), p.LBPools.RegisterInitializer(wtxn, "script"),
@@ -97,6 +101,7 @@ func newKube(p kubeParams, o kubeOptions) *kube {
 		p.EndpointSlices.RegisterInitializer(wtxn, "script"), p.BGPClusterConfig.RegisterInitializer(wtxn, "script"),
 		p.BGPPeerConfigs.RegisterInitializer(wtxn, "script"), p.BGPAdvertisement.RegisterInitializer(wtxn, "script"),
 		p.BGPNodeOverrides.RegisterInitializer(wtxn, "script"), p.BGPSecrets.RegisterInitializer(wtxn, "script"),
+		p.PodIPPools.RegisterInitializer(wtxn, "script"), p.CiliumNodes.RegisterInitializer(wtxn, "script"),
 	}
 	if !o.waitForSynced {
 		k.markSynced(wtxn)
@@ -130,6 +135,8 @@ func newKube(p kubeParams, o kubeOptions) *kube {
 		"CiliumBGPAdvertisement":      kind(p.BGPAdvertisement, tables.BGPAdvertisementFromK8s, nil),
 		"CiliumBGPNodeConfigOverride": kind(p.BGPNodeOverrides, tables.BGPNodeOverrideFromK8s, nil),
 		"Secret":                      kind(p.BGPSecrets, tables.BGPSecretFromK8s, nil),
+		"CiliumPodIPPool":             kind(p.PodIPPools, tables.PodIPPoolFromK8s, nil),
+		"CiliumNode":                  kind(p.CiliumNodes, tables.CiliumNodeFromK8s, nil),
 	}
 	return k
 }
