@@ -114,3 +114,21 @@ func (j Job) waitTermEnd(ctx context.Context, term uint64) {
 		}
 	}
 }
+
+// catchUpTimeout bounds one attempt to catch up with the API server at the
+// start of a term: a catch-up that cannot finish (a watch that never
+// recovers) fails the term's start, which is retried from a fresh list,
+// with an error in the log and health.
+const catchUpTimeout = time.Minute
+
+// CatchUp waits, at the start of a term, until the tables hold at least
+// what the API server holds (tables.Freshness): a new leader decides from
+// everything its predecessor may have written.
+func CatchUp(ctx context.Context, f tables.Freshness, names ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
+	defer cancel()
+	if err := f.CatchUp(ctx, names...); err != nil {
+		return fmt.Errorf("catching up with the API server: %w", err)
+	}
+	return nil
+}

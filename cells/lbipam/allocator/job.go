@@ -2,7 +2,6 @@ package allocator
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -15,12 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
+	"github.com/heraldlb/herald/cells/internal/leader"
 	"github.com/heraldlb/herald/tables"
 )
-
-// catchUpTimeout bounds one attempt to catch up with the API server at the
-// start of a term.
-const catchUpTimeout = time.Minute
 
 type params struct {
 	cell.In
@@ -64,13 +60,8 @@ func allocate(ctx context.Context, p params, term uint64) error {
 		return err
 	}
 	start := time.Now()
-	// Bounded: a catch-up that cannot finish (a watch that never recovers)
-	// is retried from a fresh list, with an error in the log and health.
-	cctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
-	err := p.Freshness.CatchUp(cctx, tables.ServicesTableName, tables.LBPoolsTableName)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("catching up with the API server: %w", err)
+	if err := leader.CatchUp(ctx, p.Freshness, tables.ServicesTableName, tables.LBPoolsTableName); err != nil {
+		return err
 	}
 	caughtUp := time.Since(start)
 

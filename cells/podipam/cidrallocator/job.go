@@ -2,7 +2,6 @@ package cidrallocator
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -17,9 +16,6 @@ import (
 	"github.com/heraldlb/herald/cells/internal/leader"
 	"github.com/heraldlb/herald/tables"
 )
-
-// catchUpTimeout bounds one attempt to catch up at the start of a term.
-const catchUpTimeout = time.Minute
 
 type params struct {
 	cell.In
@@ -73,11 +69,8 @@ func allocate(ctx context.Context, p params, term uint64) error {
 		p.Log.Info("Created CiliumPodIPPools", "pools", created)
 	}
 	start := time.Now()
-	cctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
-	err := p.Freshness.CatchUp(cctx, tables.PodIPPoolsTableName, tables.CiliumNodesTableName, tables.NodesTableName)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("catching up with the API server: %w", err)
+	if err := leader.CatchUp(ctx, p.Freshness, tables.PodIPPoolsTableName, tables.CiliumNodesTableName, tables.NodesTableName); err != nil {
+		return err
 	}
 
 	wtxn := p.DB.WriteTxn(p.Pools, p.CiliumNodes, p.Nodes)
