@@ -9,10 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/statedb"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
@@ -28,11 +26,9 @@ const poolName = "blue"
 var conflict = "Pool conflicts since CIDR '198.18.7.0/24' overlaps CIDR '198.18.7.0/24' from IP Pool 'red'"
 
 type fixture struct {
-	db         *statedb.DB
-	leadership statedb.RWTable[*tables.Leadership]
-	api        *statusstub.Server
-	events     *record.FakeRecorder
-	w          *statusWriter
+	*statusstub.Standing
+	api *statusstub.Server
+	w   *statusWriter
 }
 
 // newFixture wires a status writer as the cell does (the leadership table
@@ -41,20 +37,13 @@ type fixture struct {
 // read the pool at resourceVersion 7.
 func newFixture(t *testing.T, serverRV int, l *tables.Leadership) *fixture {
 	t.Helper()
-	db := statedb.New()
-	pools, err := tables.NewLBPoolsTable(db)
+	st := statusstub.NewStanding(t, l)
+	pools, err := tables.NewLBPoolsTable(st.DB)
 	if err != nil {
 		t.Fatal(err)
 	}
-	leadership, err := tables.NewLeadershipTable(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wtxn := db.WriteTxn(pools, leadership)
+	wtxn := st.DB.WriteTxn(pools)
 	_, _, _ = pools.Insert(wtxn, &tables.LBPool{Name: poolName, UID: "uid-1", ResourceVersion: "7", Generation: 1})
-	if l != nil {
-		_, _, _ = leadership.Insert(wtxn, l)
-	}
 	wtxn.Commit()
 
 	api := statusstub.New(t, "/apis/cilium.io/v2alpha1/ciliumloadbalancerippools/"+poolName+"/status", serverRV, func(rv string) any {
@@ -67,18 +56,10 @@ func newFixture(t *testing.T, serverRV int, l *tables.Leadership) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := record.NewFakeRecorder(16)
-	return &fixture{db: db, leadership: leadership, api: api, events: events, w: &statusWriter{
-		fence: leader.Fence(db, leadership, tables.LBIPAMLease), client: client, pools: pools, events: events,
+	return &fixture{Standing: st, api: api, w: &statusWriter{
+		fence: leader.Fence(st.DB, st.Leadership, tables.LBIPAMLease), client: client, pools: pools, events: st.Events,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
 	}}
-}
-
-// lead sets this agent's standing in the LB IPAM election.
-func (f *fixture) lead(l *tables.Leadership) {
-	wtxn := f.db.WriteTxn(f.leadership)
-	_, _, _ = f.leadership.Insert(wtxn, l)
-	wtxn.Commit()
 }
 
 // update writes the pool's status computed in term. The caller's context
@@ -91,19 +72,7 @@ func (f *fixture) update(term uint64) error {
 	defer stop.Stop()
 	st := &tables.LBPoolStatus{Name: poolName, ObservedGeneration: 1, Conflicting: true, ConflictMessage: conflict,
 		Total: "256", Available: "256", Used: "0", Term: term}
-	return f.w.Update(ctx, f.db.ReadTxn(), 0, st)
-}
-
-func (f *fixture) recordedEvents() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.events.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
+	return f.w.Update(ctx, f.DB.ReadTxn(), 0, st)
 }
 
 // TestWritesAreFenced: a pool's status reaches the API server only while
@@ -160,7 +129,7 @@ func TestWritesAreFenced(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Update: %v", err)
 				}
-				if ev := f.recordedEvents(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+EventConflict+" "+conflict) {
+				if ev := f.RecordedEvents(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+EventConflict+" "+conflict) {
 					t.Fatalf("events %q, want the conflict", ev)
 				}
 				return
@@ -171,7 +140,7 @@ func TestWritesAreFenced(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), "pool "+poolName+": ") {
 				t.Errorf("error %q does not name the pool", err)
 			}
-			if ev := f.recordedEvents(); len(ev) > 0 {
+			if ev := f.RecordedEvents(); len(ev) > 0 {
 				t.Fatalf("events %q for a write that did not happen", ev)
 			}
 		})
@@ -185,7 +154,7 @@ func TestWriteAbandonedAtDeadline(t *testing.T) {
 	f.api.Hold()
 	// The term is valid for another second from now, right before the write.
 	valid := time.Now().Add(time.Second)
-	f.lead(&tables.Leadership{Lease: tables.LBIPAMLease, Leading: true, Term: 1, ValidUntil: valid})
+	f.Lead(&tables.Leadership{Lease: tables.LBIPAMLease, Leading: true, Term: 1, ValidUntil: valid})
 
 	err := f.update(1)
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -199,7 +168,7 @@ func TestWriteAbandonedAtDeadline(t *testing.T) {
 	if time.Now().Before(valid) {
 		t.Fatalf("request abandoned before the term's deadline %v", valid)
 	}
-	if ev := f.recordedEvents(); len(ev) > 0 {
+	if ev := f.RecordedEvents(); len(ev) > 0 {
 		t.Fatalf("events %q for a write that did not happen", ev)
 	}
 }

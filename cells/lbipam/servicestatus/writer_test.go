@@ -10,13 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/statedb"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/cells/internal/leader"
 	"github.com/heraldlb/herald/tables"
@@ -33,32 +31,23 @@ const (
 // table read through leader.Fence, a real client) against a stub of the
 // Service's status subresource at resourceVersion 7.
 type fixture struct {
-	db         *statedb.DB
-	leadership statedb.RWTable[*tables.Leadership]
-	api        *statusstub.Server
-	events     *record.FakeRecorder
-	w          *statusWriter
+	*statusstub.Standing
+	api *statusstub.Server
+	w   *statusWriter
 }
 
 func newFixture(t *testing.T, serverRV int, l *tables.Leadership) *fixture {
 	t.Helper()
-	db := statedb.New()
-	services, err := tables.NewServicesTable(db)
+	st := statusstub.NewStanding(t, l)
+	services, err := tables.NewServicesTable(st.DB)
 	if err != nil {
 		t.Fatal(err)
 	}
-	leadership, err := tables.NewLeadershipTable(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wtxn := db.WriteTxn(services, leadership)
+	wtxn := st.DB.WriteTxn(services)
 	_, _, _ = services.Insert(wtxn, &tables.Service{
 		Namespace: ns, Name: name, UID: "uid-1", ResourceVersion: "7", Generation: 1,
 		Type: corev1.ServiceTypeLoadBalancer, CreationTimestamp: time.Now(),
 	})
-	if l != nil {
-		_, _, _ = leadership.Insert(wtxn, l)
-	}
 	wtxn.Commit()
 
 	api := statusstub.New(t, "/api/v1/namespaces/"+ns+"/services/"+name+"/status", serverRV, func(rv string) any {
@@ -71,19 +60,11 @@ func newFixture(t *testing.T, serverRV int, l *tables.Leadership) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := record.NewFakeRecorder(16)
-	return &fixture{db: db, leadership: leadership, api: api, events: events, w: &statusWriter{
-		fence: leader.Fence(db, leadership, tables.LBIPAMLease), kube: kube, services: services, events: events,
+	return &fixture{Standing: st, api: api, w: &statusWriter{
+		fence: leader.Fence(st.DB, st.Leadership, tables.LBIPAMLease), kube: kube, services: services, events: st.Events,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "test_latency"}),
 	}}
-}
-
-// lead sets this agent's standing in the LB IPAM election.
-func (f *fixture) lead(l *tables.Leadership) {
-	wtxn := f.db.WriteTxn(f.leadership)
-	_, _, _ = f.leadership.Insert(wtxn, l)
-	wtxn.Commit()
 }
 
 // update writes the decision that the Service gets ip, made in term. The
@@ -99,19 +80,7 @@ func (f *fixture) update(term uint64) error {
 		IPs:  []tables.AllocatedIP{{Addr: netip.MustParseAddr(ip), Pool: "pool"}},
 		Term: term,
 	}
-	return f.w.Update(ctx, f.db.ReadTxn(), 0, a)
-}
-
-func (f *fixture) recordedEvents() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.events.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
+	return f.w.Update(ctx, f.DB.ReadTxn(), 0, a)
 }
 
 // TestWritesAreFenced: a decision reaches the API server only while the
@@ -173,7 +142,7 @@ func TestWritesAreFenced(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Update: %v", err)
 				}
-				if ev := f.recordedEvents(); len(ev) != 1 || ev[0] != "Normal "+EventAssigned+" Assigned IP "+ip {
+				if ev := f.RecordedEvents(); len(ev) != 1 || ev[0] != "Normal "+EventAssigned+" Assigned IP "+ip {
 					t.Fatalf("events %q, want the assignment", ev)
 				}
 				return
@@ -185,7 +154,7 @@ func TestWritesAreFenced(t *testing.T) {
 				t.Errorf("error %q does not name the Service", err)
 			}
 			// Nothing was written, so nothing is announced.
-			if ev := f.recordedEvents(); len(ev) > 0 {
+			if ev := f.RecordedEvents(); len(ev) > 0 {
 				t.Fatalf("events %q for a write that did not happen", ev)
 			}
 		})
@@ -201,7 +170,7 @@ func TestFenceReadsLeadershipAtEachWrite(t *testing.T) {
 		t.Fatalf("write in term 1: %v", err)
 	}
 	// The agent lost the Lease and won it back: term 2.
-	f.lead(&tables.Leadership{Lease: tables.LBIPAMLease, Leading: true, Term: 2, ValidUntil: time.Now().Add(time.Hour)})
+	f.Lead(&tables.Leadership{Lease: tables.LBIPAMLease, Leading: true, Term: 2, ValidUntil: time.Now().Add(time.Hour)})
 	if err := f.update(1); !errors.Is(err, tables.ErrNotLeader) {
 		t.Fatalf("write of term 1 in term 2: err = %v, want ErrNotLeader", err)
 	}
@@ -217,7 +186,7 @@ func TestWriteAbandonedAtDeadline(t *testing.T) {
 	f.api.Hold() // the API server does not answer (overloaded, or a slow link)
 	// The term is valid for another second from now, right before the write.
 	valid := time.Now().Add(time.Second)
-	f.lead(&tables.Leadership{Lease: tables.LBIPAMLease, Leading: true, Term: 1, ValidUntil: valid})
+	f.Lead(&tables.Leadership{Lease: tables.LBIPAMLease, Leading: true, Term: 1, ValidUntil: valid})
 
 	err := f.update(1)
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -234,7 +203,7 @@ func TestWriteAbandonedAtDeadline(t *testing.T) {
 	if time.Now().Before(valid) {
 		t.Fatalf("request abandoned before the term's deadline %v", valid)
 	}
-	if ev := f.recordedEvents(); len(ev) > 0 {
+	if ev := f.RecordedEvents(); len(ev) > 0 {
 		t.Fatalf("events %q for a write that did not happen", ev)
 	}
 }
