@@ -13,6 +13,10 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // A node is a network namespace on the LAN with a mount namespace of its
@@ -245,15 +249,17 @@ func (n *Node) KubeProxy() daemon {
 
 func (n *Node) daemons() []daemon { return []daemon{n.Containerd(), n.Kubelet(), n.KubeProxy()} }
 
-// StartContainerd starts the node's containerd and waits for its socket.
+// StartContainerd starts the node's containerd and waits until its CRI
+// service answers: the socket accepts connections before the CRI plugin
+// has initialized, and a kubelet started then exits ("server is not
+// initialized yet").
 func (n *Node) StartContainerd(ctx context.Context) error {
 	d := n.Containerd()
 	if err := d.start(); err != nil {
 		return err
 	}
 	for {
-		if c, err := net.Dial("unix", n.ContainerdSocket()); err == nil {
-			c.Close()
+		if criReady(ctx, n.ContainerdSocket()) == nil {
 			return nil
 		}
 		if _, ok := d.pid(); !ok {
@@ -380,4 +386,17 @@ func (n *Node) Stop(name string) error {
 		}
 	}
 	return fmt.Errorf("node %s has no daemon %s", n.Name, name)
+}
+
+// criReady asks the CRI runtime service on socket for its status.
+func criReady(ctx context.Context, socket string) error {
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err = runtimeapi.NewRuntimeServiceClient(conn).Status(ctx, &runtimeapi.StatusRequest{})
+	return err
 }
