@@ -50,6 +50,47 @@ func registerResponder(p params) error {
 		return err
 	}
 	h := &handle{}
+	registerProgram(p, h)
+	p.Jobs.Add(job.OneShot("heartbeat", func(ctx context.Context, health cell.Health) error {
+		return heartbeat(ctx, p, h, health)
+	}))
+
+	m := newMetrics(h, p.Agent.Node())
+	if p.Metrics != nil {
+		p.Metrics.MustRegister(m)
+	}
+	cf := newConflicts(p.Agent.Node(), p.Log, p.Events)
+	if p.Metrics != nil {
+		p.Metrics.MustRegister(cf.counter)
+	}
+	nd := neigh.NewNDP()
+	p.Lifecycle.Append(cell.Hook{OnStop: func(cell.HookContext) error { return nd.Close() }})
+	ops := newMapOps(p, h, nd, m, cf)
+	// What the program notices while this node answers: another host
+	// speaking for one of its addresses.
+	p.Jobs.Add(job.Timer("conflicts", func(context.Context) error {
+		return cf.poll(h.get(), p.DB.ReadTxn(), p.Announce)
+	}, time.Second))
+	p.Jobs.Add(job.OneShot("attach", func(ctx context.Context, health cell.Health) error {
+		return attachLoop(ctx, p, h, ops, health)
+	}))
+	_, err := reconciler.Register(p.Reconcile, p.Announce,
+		(*tables.L2AnnounceEntry).Clone,
+		(*tables.L2AnnounceEntry).SetStatus,
+		(*tables.L2AnnounceEntry).GetStatus,
+		ops, ops,
+		reconciler.WithRetry(50*time.Millisecond, 10*time.Second),
+		// A full pass every minute removes strays: map entries nobody wants
+		// (left by a crash, or written by hand).
+		reconciler.WithPruning(time.Minute),
+		reconciler.WithRefreshing(time.Minute, nil),
+	)
+	return err
+}
+
+// registerProgram loads the program at start, silent and without the
+// entries a previous run pinned, and detaches it at stop.
+func registerProgram(p params, h *handle) {
 	p.Lifecycle.Append(cell.Hook{
 		OnStart: func(cell.HookContext) error {
 			if err := bpf.EnsureBPFFS(p.Config.BPFRoot); err != nil {
@@ -79,49 +120,42 @@ func registerResponder(p params) error {
 			return h.get().Close()
 		},
 	})
+}
 
-	// The heartbeat is a deadline: the program answers until the moment
-	// the elector (cells/l2/elector) says this node may answer, and no
-	// longer. It is pushed forward as soon as the elector publishes a later
-	// one; after a freeze, or when the node's liveness cannot be confirmed,
-	// it runs out and the program falls silent by itself, even before the
-	// agent notices.
-	p.Jobs.Add(job.OneShot("heartbeat", func(ctx context.Context, health cell.Health) error {
-		lastFailed, first := false, true
-		for {
-			lh, _, changed, ok := p.Health.GetWatch(p.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query(p.Agent.Node()))
-			var err error
-			if ok && time.Until(lh.FreshUntil) > 0 {
-				err = h.get().HeartbeatUntil(lh.FreshUntil)
-			}
-			// Health changes only when the outcome does: this loop runs on
-			// every renewal.
-			if failing := err != nil; failing != lastFailed || first {
-				if failing {
-					health.Degraded("cannot refresh the heartbeat", err)
-				} else {
-					health.OK("heartbeat refreshed")
-				}
-				lastFailed, first = failing, false
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-changed:
-			}
+// heartbeat keeps the program's deadline: it answers until the moment
+// the election says this node may answer, and no longer. It is pushed
+// forward as soon as a later one is published; after a freeze, or when
+// the node's liveness cannot be confirmed, it runs out and the program
+// falls silent by itself, even before the agent notices.
+func heartbeat(ctx context.Context, p params, h *handle, health cell.Health) error {
+	lastFailed, first := false, true
+	for {
+		lh, _, changed, ok := p.Health.GetWatch(p.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query(p.Agent.Node()))
+		var err error
+		if ok && time.Until(lh.FreshUntil) > 0 {
+			err = h.get().HeartbeatUntil(lh.FreshUntil)
 		}
-	}))
+		// Health changes only when the outcome does: this loop runs on
+		// every renewal.
+		if failing := err != nil; failing != lastFailed || first {
+			if failing {
+				health.Degraded("cannot refresh the heartbeat", err)
+			} else {
+				health.OK("heartbeat refreshed")
+			}
+			lastFailed, first = failing, false
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		}
+	}
+}
 
-	m := newMetrics(h, p.Agent.Node())
-	if p.Metrics != nil {
-		p.Metrics.MustRegister(m)
-	}
-	cf := newConflicts(p.Agent.Node(), p.Log, p.Events)
-	if p.Metrics != nil {
-		p.Metrics.MustRegister(cf.counter)
-	}
-	nd := neigh.NewNDP()
-	p.Lifecycle.Append(cell.Hook{OnStop: func(cell.HookContext) error { return nd.Close() }})
+// newMapOps is the reconciler's operations on the program's maps, with
+// the probes and announcements around a takeover.
+func newMapOps(p params, h *handle, nd *neigh.NDP, m *metrics, cf *conflicts) *mapOps {
 	ops := &mapOps{h: h, log: p.Log, ndp: nd, conflicts: cf,
 		probe: func(ifindex int, self net.HardwareAddr, ips []netip.Addr) (map[netip.Addr]net.HardwareAddr, error) {
 			return neigh.Probe(ifindex, self, ips, probeWait)
@@ -148,26 +182,7 @@ func registerResponder(p params) error {
 		}
 		return errors.Join(errs...)
 	}
-	// What the program notices while this node answers: another host
-	// speaking for one of its addresses.
-	p.Jobs.Add(job.Timer("conflicts", func(context.Context) error {
-		return cf.poll(h.get(), p.DB.ReadTxn(), p.Announce)
-	}, time.Second))
-	p.Jobs.Add(job.OneShot("attach", func(ctx context.Context, health cell.Health) error {
-		return attachLoop(ctx, p, h, ops, health)
-	}))
-	_, err := reconciler.Register(p.Reconcile, p.Announce,
-		(*tables.L2AnnounceEntry).Clone,
-		(*tables.L2AnnounceEntry).SetStatus,
-		(*tables.L2AnnounceEntry).GetStatus,
-		ops, ops,
-		reconciler.WithRetry(50*time.Millisecond, 10*time.Second),
-		// A full pass every minute removes strays: map entries nobody wants
-		// (left by a crash, or written by hand).
-		reconciler.WithPruning(time.Minute),
-		reconciler.WithRefreshing(time.Minute, nil),
-	)
-	return err
+	return ops
 }
 
 // probeWait is how long a probe for address conflicts listens for answers
