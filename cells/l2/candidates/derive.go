@@ -54,12 +54,20 @@ func derive(in inputs) []*tables.L2Candidate {
 			}
 		}
 	}
-	type perService struct {
-		ips   []netip.Addr
-		nodes map[string]bool
-		local map[tables.L2AnnounceKey]*tables.L2AnnounceEntry
-	}
-	wanted := map[string]*perService{}
+	return groupRows(in.perService(policyNodes))
+}
+
+// wantedService is what the policies want announced for one Service: its
+// IPs, the nodes that may announce them, and this node's entries.
+type wantedService struct {
+	ips   []netip.Addr
+	nodes map[string]bool
+	local map[tables.L2AnnounceKey]*tables.L2AnnounceEntry
+}
+
+// perService is, by Service key, what the policies want announced.
+func (in inputs) perService(policyNodes [][]string) map[string]*wantedService {
+	wanted := map[string]*wantedService{}
 	for _, svc := range in.services {
 		if !announcedClass(svc) {
 			continue
@@ -82,35 +90,44 @@ func derive(in inputs) []*tables.L2Candidate {
 			if len(ips) == 0 {
 				continue
 			}
-			ps := wanted[svc.Key()]
-			if ps == nil {
-				ps = &perService{nodes: map[string]bool{}, local: map[tables.L2AnnounceKey]*tables.L2AnnounceEntry{}}
-				wanted[svc.Key()] = ps
+			ws := wanted[svc.Key()]
+			if ws == nil {
+				ws = &wantedService{nodes: map[string]bool{}, local: map[tables.L2AnnounceKey]*tables.L2AnnounceEntry{}}
+				wanted[svc.Key()] = ws
 			}
-			ps.ips = append(ps.ips, ips...)
+			ws.ips = append(ws.ips, ips...)
 			for _, n := range policyNodes[i] {
 				if localOnly(svc) && !slices.Contains(ready, n) {
 					continue
 				}
-				ps.nodes[n] = true
-				if n != in.self {
-					continue
-				}
-				for _, ip := range ips {
-					for _, d := range in.devices {
-						if d.Selected && p.MatchesInterface(d.Name) {
-							k := tables.L2AnnounceKey{IP: ip, NetworkInterface: d.Name}
-							ps.local[k] = &tables.L2AnnounceEntry{IP: ip, NetworkInterface: d.Name, Ifindex: d.Index, MAC: d.HWAddr.String(), Origins: []string{svc.Key()}}
-						}
-					}
+				ws.nodes[n] = true
+				if n == in.self {
+					in.addLocal(ws, p, svc.Key(), ips)
 				}
 			}
 		}
 	}
+	return wanted
+}
 
+// addLocal adds this node's entries for ips: one per selected device the
+// policy's interfaces match.
+func (in inputs) addLocal(ws *wantedService, p *tables.L2Policy, svc string, ips []netip.Addr) {
+	for _, ip := range ips {
+		for _, d := range in.devices {
+			if d.Selected && p.MatchesInterface(d.Name) {
+				k := tables.L2AnnounceKey{IP: ip, NetworkInterface: d.Name}
+				ws.local[k] = &tables.L2AnnounceEntry{IP: ip, NetworkInterface: d.Name, Ifindex: d.Index, MAC: d.HWAddr.String(), Origins: []string{svc}}
+			}
+		}
+	}
+}
+
+// groupRows joins the Services that share an IP into one row each.
+func groupRows(wanted map[string]*wantedService) []*tables.L2Candidate {
 	ipsOf := map[string][]netip.Addr{}
-	for k, ps := range wanted {
-		ipsOf[k] = ps.ips
+	for k, ws := range wanted {
+		ipsOf[k] = ws.ips
 	}
 	var rows []*tables.L2Candidate
 	for _, members := range groupByIP(ipsOf) {
@@ -118,12 +135,12 @@ func derive(in inputs) []*tables.L2Candidate {
 		nodes := map[string]bool{}
 		local := map[tables.L2AnnounceKey]*tables.L2AnnounceEntry{}
 		for _, k := range members {
-			ps := wanted[k]
-			c.IPs = append(c.IPs, ps.ips...)
-			for n := range ps.nodes {
+			ws := wanted[k]
+			c.IPs = append(c.IPs, ws.ips...)
+			for n := range ws.nodes {
 				nodes[n] = true
 			}
-			for key, e := range ps.local {
+			for key, e := range ws.local {
 				if old := local[key]; old != nil {
 					old.Origins = append(old.Origins, e.Origins...)
 					slices.Sort(old.Origins)
