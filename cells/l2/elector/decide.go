@@ -113,6 +113,37 @@ type plan struct {
 //     the renewals stop for its duration.
 //   - Nothing is answered, taken or handed over without a fresh fence.
 func decide(v view) plan {
+	owners := v.owners()
+	claimed, claimsAll := v.claims()
+	p := plan{decisions: map[string]decision{}, took: map[string]string{}}
+	for _, g := range v.groups {
+		owner := owners[g.Group]
+		rec, hasRec := v.records[g.Group]
+		d := decision{owner: owner}
+		mine := hasRec && v.term != "" && rec.holder == v.self && rec.term == v.term
+		took, tookIt := v.took[g.Group]
+		tookIt = tookIt && took == rec.key() && !mine
+		if tookIt {
+			p.took[g.Group] = took
+		}
+		candidate := slices.Contains(g.Nodes, v.self)
+		switch {
+		case !v.fresh:
+			d.why = "not answering: this node's liveness is not confirmed"
+		case mine || tookIt:
+			v.held(&p, &d, g, rec, candidate, tookIt, took)
+		default:
+			v.notHeld(&p, &d, g, rec, hasRec, claimed, claimsAll)
+		}
+		p.decisions[g.Group] = d
+	}
+	return p
+}
+
+// owners is placement's choice for every group, among its live
+// candidates; a group stays with the holder its Lease names while that
+// holder carries no more than its share.
+func (v view) owners() map[string]string {
 	live := map[string]bool{}
 	for n, m := range v.members {
 		if m.live {
@@ -135,13 +166,17 @@ func decide(v view) plan {
 		}
 		placeable = append(placeable, Placeable{Group: g.Group, Nodes: nodes, Holder: holder})
 	}
-	owners := place(placeable)
+	return place(placeable)
+}
 
+// claims are the records that some live member answers for without
+// having recorded it, with the member; and the member, if any, that
+// claims every record.
+func (v view) claims() (claimed map[string]string, claimsAll string) {
 	// Records that some live member answers for without having recorded
 	// it: their groups are not free, whatever the Lease says. A member
 	// whose list did not fit into its metadata claims every record.
-	claimed := map[string]string{}
-	claimsAll := ""
+	claimed = map[string]string{}
 	for n, m := range v.members {
 		if m.live && n != v.self {
 			for _, k := range m.tookOver {
@@ -153,95 +188,91 @@ func decide(v view) plan {
 		}
 	}
 
-	p := plan{decisions: map[string]decision{}, took: map[string]string{}}
-	for _, g := range v.groups {
-		owner := owners[g.Group]
-		rec, hasRec := v.records[g.Group]
-		d := decision{owner: owner}
-		mine := hasRec && v.term != "" && rec.holder == v.self && rec.term == v.term
-		took, tookIt := v.took[g.Group]
-		tookIt = tookIt && took == rec.key() && !mine
-		if tookIt {
-			p.took[g.Group] = took
+	return claimed, claimsAll
+}
+
+// held decides a group this node holds (its Lease names this node's
+// term, or it took the group over unrecorded): it goes on answering, or
+// hands the group over, entries out first, then the Lease written.
+func (v view) held(p *plan, d *decision, g *tables.L2Candidate, rec holding, candidate, tookIt bool, took string) {
+	owner := d.owner
+	switch {
+	case !candidate || (owner != "" && owner != v.self):
+		d.withdraw = true
+		target, targetTerm := owner, ""
+		if m, ok := v.members[owner]; ok {
+			targetTerm = m.term
 		}
-		candidate := slices.Contains(g.Nodes, v.self)
 		switch {
-		case !v.fresh:
-			d.why = "not answering: this node's liveness is not confirmed"
-		case mine || tookIt:
-			switch {
-			case !candidate || (owner != "" && owner != v.self):
-				d.withdraw = true
-				target, targetTerm := owner, ""
-				if m, ok := v.members[owner]; ok {
-					targetTerm = m.term
-				}
-				switch {
-				case !v.apiUp:
-					// Keep answering: a handover needs the Lease.
-					d.withdraw, d.announce = false, candidate
-					d.why = fmt.Sprintf("held; would hand over to %s once the API server is reachable", dashIfEmpty(owner))
-				case !v.mayMove:
-					// Placement over a partial view: nothing moves.
-					d.withdraw, d.announce = false, candidate
-					d.why = "held; nothing moves while no majority of the nodes is alive in this node's view"
-				case owner == "" || targetTerm == "":
-					d.why = "released: this node may no longer announce it and no live node may"
-					target, targetTerm = "", ""
-					fallthrough
-				default:
-					if d.why == "" {
-						d.why = fmt.Sprintf("handing over to %s (placement)", target)
-					}
-					if v.withdrawn[g.Group] {
-						p.writes = append(p.writes, write{group: g.Group, holder: target, term: targetTerm, fromVersion: rec.version, why: d.why})
-					}
-				}
-			default:
-				d.announce = true
-				d.why = "held by this node"
-				if tookIt && v.apiUp {
-					p.writes = append(p.writes, write{group: g.Group, holder: v.self, term: v.term, fromVersion: rec.version,
-						why: "recording the takeover of " + took})
-				}
-			}
+		case !v.apiUp:
+			// Keep answering: a handover needs the Lease.
+			d.withdraw, d.announce = false, candidate
+			d.why = fmt.Sprintf("held; would hand over to %s once the API server is reachable", dashIfEmpty(owner))
 		case !v.mayMove:
-			d.why = "not taking groups over: no majority of the nodes is alive in this node's view"
-		case owner != v.self:
-			d.why = fmt.Sprintf("owner %s", dashIfEmpty(owner))
-			if hasRec && rec.holder != "" {
-				d.why += ", held by " + rec.holder
-			}
-		case hasRec && rec.holder != "" && v.members[rec.holder].live && v.members[rec.holder].term == rec.term:
-			d.why = fmt.Sprintf("owner this node; waiting for %s to hand it over", rec.holder)
-		case hasRec && rec.holder != "" && v.renewed[g.Group]:
-			// Taking it would start a fight with that agent's renewals
-			// (see Documentation/l2-announcements.md, "Switching the
-			// election"): it is left alone until it stops renewing.
-			d.why = fmt.Sprintf("owner this node; %s renews the Lease (an agent of the Lease election?): not taken until it stops", rec.holder)
-		case hasRec && claimed[claimKey(g.Group, rec.key())] != "":
-			d.why = fmt.Sprintf("owner this node; waiting for %s, which took it over from %s", claimed[claimKey(g.Group, rec.key())], rec.key())
-		case hasRec && claimed[rec.key()] != "":
-			// An agent before per-group claims: it claims every group of
-			// the record.
-			d.why = fmt.Sprintf("owner this node; waiting for %s, which took over groups of %s", claimed[rec.key()], rec.key())
-		case hasRec && claimsAll != "":
-			d.why = fmt.Sprintf("owner this node; waiting for %s, which took over more groups than it can list", claimsAll)
-		case v.apiUp:
-			why := "taking it (no holder)"
-			if hasRec && rec.holder != "" {
-				why = fmt.Sprintf("taking it over from %s (%s)", rec.key(), gone(v.members[rec.holder]))
-			}
-			d.why = why
-			p.writes = append(p.writes, write{group: g.Group, holder: v.self, term: v.term, fromVersion: rec.version, why: why})
+			// Placement over a partial view: nothing moves.
+			d.withdraw, d.announce = false, candidate
+			d.why = "held; nothing moves while no majority of the nodes is alive in this node's view"
+		case owner == "" || targetTerm == "":
+			d.why = "released: this node may no longer announce it and no live node may"
+			target, targetTerm = "", ""
+			fallthrough
 		default:
-			d.announce = true
-			d.why = fmt.Sprintf("took it over from %s while the API server is unreachable", rec.key())
-			p.took[g.Group] = rec.key()
+			if d.why == "" {
+				d.why = fmt.Sprintf("handing over to %s (placement)", target)
+			}
+			if v.withdrawn[g.Group] {
+				p.writes = append(p.writes, write{group: g.Group, holder: target, term: targetTerm, fromVersion: rec.version, why: d.why})
+			}
 		}
-		p.decisions[g.Group] = d
+	default:
+		d.announce = true
+		d.why = "held by this node"
+		if tookIt && v.apiUp {
+			p.writes = append(p.writes, write{group: g.Group, holder: v.self, term: v.term, fromVersion: rec.version,
+				why: "recording the takeover of " + took})
+		}
 	}
-	return p
+}
+
+// notHeld decides a group this node does not hold: it takes it when it is
+// the owner and nobody else holds or claims it.
+func (v view) notHeld(p *plan, d *decision, g *tables.L2Candidate, rec holding, hasRec bool, claimed map[string]string, claimsAll string) {
+	owner := d.owner
+	switch {
+	case !v.mayMove:
+		d.why = "not taking groups over: no majority of the nodes is alive in this node's view"
+	case owner != v.self:
+		d.why = fmt.Sprintf("owner %s", dashIfEmpty(owner))
+		if hasRec && rec.holder != "" {
+			d.why += ", held by " + rec.holder
+		}
+	case hasRec && rec.holder != "" && v.members[rec.holder].live && v.members[rec.holder].term == rec.term:
+		d.why = fmt.Sprintf("owner this node; waiting for %s to hand it over", rec.holder)
+	case hasRec && rec.holder != "" && v.renewed[g.Group]:
+		// Taking it would start a fight with that agent's renewals
+		// (see Documentation/l2-announcements.md, "Switching the
+		// election"): it is left alone until it stops renewing.
+		d.why = fmt.Sprintf("owner this node; %s renews the Lease (an agent of the Lease election?): not taken until it stops", rec.holder)
+	case hasRec && claimed[claimKey(g.Group, rec.key())] != "":
+		d.why = fmt.Sprintf("owner this node; waiting for %s, which took it over from %s", claimed[claimKey(g.Group, rec.key())], rec.key())
+	case hasRec && claimed[rec.key()] != "":
+		// An agent before per-group claims: it claims every group of
+		// the record.
+		d.why = fmt.Sprintf("owner this node; waiting for %s, which took over groups of %s", claimed[rec.key()], rec.key())
+	case hasRec && claimsAll != "":
+		d.why = fmt.Sprintf("owner this node; waiting for %s, which took over more groups than it can list", claimsAll)
+	case v.apiUp:
+		why := "taking it (no holder)"
+		if hasRec && rec.holder != "" {
+			why = fmt.Sprintf("taking it over from %s (%s)", rec.key(), gone(v.members[rec.holder]))
+		}
+		d.why = why
+		p.writes = append(p.writes, write{group: g.Group, holder: v.self, term: v.term, fromVersion: rec.version, why: why})
+	default:
+		d.announce = true
+		d.why = fmt.Sprintf("took it over from %s while the API server is unreachable", rec.key())
+		p.took[g.Group] = rec.key()
+	}
 }
 
 func gone(m member) string {
