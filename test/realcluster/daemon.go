@@ -1,7 +1,6 @@
 package realcluster
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -103,15 +102,6 @@ func processRuns(pid int) bool {
 	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }
 
-// signal sends sig to it, if it runs.
-func (d daemon) signal(sig syscall.Signal) error {
-	pid, ok := d.pid()
-	if !ok {
-		return fmt.Errorf("%s does not run", d.name)
-	}
-	return syscall.Kill(pid, sig)
-}
-
 // stop ends it: SIGTERM, then SIGKILL after grace. Stopped already is fine.
 func (d daemon) stop(grace time.Duration) error {
 	pid, ok := d.pid()
@@ -129,21 +119,6 @@ func (d daemon) stop(grace time.Duration) error {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-	return nil
-}
-
-// kill9 ends it with SIGKILL at once, as a crash would.
-func (d daemon) kill9() error {
-	pid, ok := d.pid()
-	if !ok {
-		return fmt.Errorf("%s does not run", d.name)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		return err
-	}
-	if !waitGone(pid, 10*time.Second) {
-		return errors.New(d.name + " does not go after SIGKILL")
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package realcluster
 import (
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 )
 
@@ -53,7 +52,5 @@ func (p paths) state() string                 { return filepath.Join(p.dir, "sta
 func (p paths) kubeconfig(who string) string  { return filepath.Join(p.dir, "kubeconfig", who) }
 func (p paths) mountNS(node string) string    { return filepath.Join(p.dir, "ns", node+".mnt") }
 func (p paths) nsDir() string                 { return filepath.Join(p.dir, "ns") }
-func (p paths) images() string                { return filepath.Join(p.dir, "images") }
-func (p paths) exists() bool                  { _, err := os.Stat(p.state()); return err == nil }
 func (p paths) adminKubeconfig() string       { return p.kubeconfig("admin") }
 func (p paths) nodeCgroup(node string) string { return "/" + Prefix + node }

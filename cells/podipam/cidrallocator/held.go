@@ -94,6 +94,3 @@ func (h *heldIndex) overlapping(p netip.Prefix) []holding {
 	}
 	return out
 }
-
-// free reports whether no node holds any part of p.
-func (h *heldIndex) free(p netip.Prefix) bool { return len(h.overlapping(p)) == 0 }

@@ -298,9 +298,9 @@ func firstCurl(vip netip.Addr, start time.Time, prefix string) time.Duration {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := exec.Command("ip", "netns", "exec", cl.ClientHost.Netns, "curl", "-sS", "--max-time", "3", "http://"+vip.String()+"/").Output()
+			out, err := curlVIPWithin(vip, 3*time.Second)
 			at := time.Since(start)
-			if err == nil && strings.HasPrefix(strings.TrimSpace(string(out)), prefix) {
+			if err == nil && strings.HasPrefix(out, prefix) {
 				mu.Lock()
 				if first == 0 || at < first {
 					first = at

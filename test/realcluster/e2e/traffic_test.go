@@ -5,20 +5,25 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // curlVIP fetches http://vip/ from the client namespace.
-func curlVIP(vip netip.Addr) (string, error) {
+func curlVIP(vip netip.Addr) (string, error) { return curlVIPWithin(vip, 2*time.Second) }
+
+// curlVIPWithin is curlVIP allowed maxTime.
+func curlVIPWithin(vip netip.Addr, maxTime time.Duration) (string, error) {
 	url := "http://" + vip.String() + "/"
 	if vip.Is6() {
 		url = "http://[" + vip.String() + "]/"
 	}
-	out, err := exec.Command("ip", "netns", "exec", cl.ClientHost.Netns, "curl", "-sS", "--max-time", "2", url).CombinedOutput()
+	out, err := exec.Command("ip", "netns", "exec", cl.ClientHost.Netns, "curl", "-sS", "--max-time", strconv.FormatFloat(maxTime.Seconds(), 'f', -1, 64), url).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("curl %s from %s: %w: %s", url, cl.ClientHost.Name, err, strings.TrimSpace(string(out)))
 	}
@@ -81,10 +86,4 @@ func waitCurl(t testing.TB, vip netip.Addr) {
 		_, err := curlVIP(vip)
 		return err == nil, fmt.Sprint(err)
 	})
-}
-
-// curlVIPQuick is curlVIP with a short timeout, for polling.
-func curlVIPQuick(vip netip.Addr) (string, error) {
-	out, err := exec.Command("ip", "netns", "exec", cl.ClientHost.Netns, "curl", "-sS", "--max-time", "0.5", "http://"+vip.String()+"/").CombinedOutput()
-	return strings.TrimSpace(string(out)), err
 }
