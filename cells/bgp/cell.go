@@ -24,6 +24,8 @@ var Cell = cell.Group(
 	// cell of the feature.
 	cell.Config(bgpconfig.Defaults),
 	cell.Provide(lbClass),
+	// The kinds only this feature reads, for the ground floor to reflect.
+	kinds,
 	desired.Cell,
 	speaker.Cell,
 	status.Cell,

@@ -34,6 +34,8 @@ var Cell = cell.Group(
 	cell.Config(l2config.DefaultL2Leases),
 	cell.Invoke(l2config.Config.Validate),
 	cell.Provide(asks),
+	// The kinds only this feature reads, for the ground floor to reflect.
+	kinds,
 	// What the election decides, for the responder: the entries to answer
 	// for (their status written back by the responder), and the deadline
 	// it answers until. One election runs, and writes them.

@@ -19,6 +19,8 @@ import (
 )
 
 var Cell = cell.Group(
+	// The kinds only this feature reads, for the ground floor to reflect.
+	kinds,
 	cidrallocator.Cell,
 	nodeipam.Cell,
 	noderoutes.Cell,

@@ -8,11 +8,10 @@
 // agent logs the tables it reflects at start ("Reflecting Kubernetes
 // objects").
 //
-// Writes: the tables services, lb-pools, l2-policies, nodes,
-// endpoint-slices, pod-ip-pools, cilium-nodes, pods (this node's),
-// namespaces, l2-leases, bgp-cluster-configs, bgp-peer-configs,
-// bgp-advertisements, bgp-node-overrides, bgp-secrets and bgp-node-configs
-// (this node's).
+// It defines the kinds several features read (Services, Nodes,
+// EndpointSlices, CiliumPodIPPools, CiliumNodes; writes their tables), and
+// runs the reflectors of the kinds the features define themselves
+// (k8sreflect.Kind, in the value group "k8s-kinds").
 // Provides: tables.Freshness, with which a new leader waits until a table
 // holds at least what the API server holds.
 package k8swatch
@@ -29,31 +28,18 @@ var Cell = cell.Module(
 	"Reflects Kubernetes objects into tables",
 
 	cell.ProvidePrivate(
-		tables.NewServicesTable, tables.NewLBPoolsTable, tables.NewL2PoliciesTable, tables.NewNodesTable, tables.NewEndpointSlicesTable,
-		tables.NewPodIPPoolsTable, tables.NewCiliumNodesTable, tables.NewPodsTable, tables.NewNamespacesTable,
-		tables.NewL2LeasesTable,
-		tables.NewBGPClusterConfigsTable, tables.NewBGPPeerConfigsTable, tables.NewBGPAdvertisementsTable,
-		tables.NewBGPNodeOverridesTable, tables.NewBGPSecretsTable, tables.NewBGPNodeConfigsTable,
+		tables.NewServicesTable, tables.NewNodesTable, tables.NewEndpointSlicesTable,
+		tables.NewPodIPPoolsTable, tables.NewCiliumNodesTable,
 		newFreshness,
 	),
 	cell.Provide(
 		(*freshness).provide,
 		statedb.RWTable[*tables.Service].ToTable,
-		statedb.RWTable[*tables.LBPool].ToTable,
-		statedb.RWTable[*tables.L2Policy].ToTable,
 		statedb.RWTable[*tables.Node].ToTable,
 		statedb.RWTable[*tables.EndpointSlice].ToTable,
 		statedb.RWTable[*tables.PodIPPool].ToTable,
 		statedb.RWTable[*tables.CiliumNode].ToTable,
-		statedb.RWTable[*tables.Pod].ToTable,
-		statedb.RWTable[*tables.Namespace].ToTable,
-		statedb.RWTable[*tables.L2Lease].ToTable,
-		statedb.RWTable[*tables.BGPClusterConfig].ToTable,
-		statedb.RWTable[*tables.BGPPeerConfig].ToTable,
-		statedb.RWTable[*tables.BGPAdvertisement].ToTable,
-		statedb.RWTable[*tables.BGPNodeOverride].ToTable,
-		statedb.RWTable[*tables.BGPSecret].ToTable,
-		statedb.RWTable[*tables.BGPNodeConfig].ToTable,
+		serviceKind, nodeKind, endpointSliceKind, podIPPoolKind, ciliumNodeKind,
 	),
 	// Only what the cells ask for (tables.Reflection).
 	cell.Invoke(reflectRequested),

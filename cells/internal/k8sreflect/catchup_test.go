@@ -1,4 +1,4 @@
-package k8swatch
+package k8sreflect
 
 import "testing"
 

@@ -1,4 +1,4 @@
-package k8swatch
+package k8sreflect
 
 import (
 	"context"
@@ -47,13 +47,10 @@ type pendingEvent[K any] struct {
 
 // register adds the reflector's job. The table counts as initialized once
 // the informer's initial list is in it.
-func (r *reflector[K, Obj]) register(jg job.Group, fresh *freshness) {
+func (r *reflector[K, Obj]) register(jg job.Group) {
 	wtxn := r.db.WriteTxn(r.table)
 	initDone := r.table.RegisterInitializer(wtxn, "k8s-"+r.name)
 	wtxn.Commit()
-	if r.versionOf != nil && fresh != nil {
-		fresh.catchUps[r.table.Name()] = r.catchUp
-	}
 
 	jg.Add(job.OneShot("reflect-"+r.name, func(ctx context.Context, health cell.Health) error {
 		// Health follows the connection: Degraded while lists or watches
