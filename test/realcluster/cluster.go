@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/heraldlb/herald/test/cluster"
 	"github.com/heraldlb/herald/test/netlab"
@@ -287,94 +286,6 @@ func (c *Cluster) saveState() error {
 	return os.WriteFile(c.p.state(), b, 0o644)
 }
 
-func (c *Cluster) ensurePKI() error {
-	clients := []identity{
-		{file: "admin", user: "herald-admin", groups: []string{"system:masters"}},
-		{file: "kube-controller-manager", user: "system:kube-controller-manager"},
-		{file: "kube-scheduler", user: "system:kube-scheduler"},
-		{file: "kube-proxy", user: "system:kube-proxy"},
-		{file: "apiserver-kubelet-client", user: "kube-apiserver-kubelet-client", groups: []string{"system:masters"}},
-	}
-	for _, n := range c.state.Nodes {
-		clients = append(clients, identity{file: "kubelet-" + n, user: "system:node:" + n, groups: []string{"system:nodes"}})
-	}
-	names := []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost"}
-	ips := []net.IP{net.IP(c.cp.apiAddr.AsSlice()), net.IP(ServiceCIDR.Addr().Next().AsSlice()), net.IPv4(127, 0, 0, 1)}
-	k := c.p.pki()
-	if err := k.ensure(names, ips, clients); err != nil {
-		return err
-	}
-	for _, who := range []string{"admin", "kube-controller-manager", "kube-scheduler"} {
-		if err := writeKubeconfig(c.p.kubeconfig(who), c.Server, k, who); err != nil {
-			return err
-		}
-	}
-	for _, n := range c.state.Nodes {
-		nd := c.p.node(n)
-		if err := writeKubeconfig(filepath.Join(nd, "kubelet.kubeconfig"), c.Server, k, "kubelet-"+n); err != nil {
-			return err
-		}
-		if err := writeKubeconfig(filepath.Join(nd, "kube-proxy.kubeconfig"), c.Server, k, "kube-proxy"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (c *Cluster) startControlPlane(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	health := map[string]string{
-		"kube-apiserver":          c.Server + "/readyz",
-		"kube-controller-manager": fmt.Sprintf("https://127.0.0.1:%d/healthz", c.cp.kcmPort),
-		"kube-scheduler":          fmt.Sprintf("https://127.0.0.1:%d/healthz", c.cp.schedPort),
-	}
-	for _, d := range c.cp.daemons() {
-		if err := d.start(); err != nil {
-			return err
-		}
-		if d.name == "etcd" {
-			if err := waitEtcd(cctx, d, c.cp.etcdPort); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := waitHealthy(cctx, d, health[d.name]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func waitEtcd(ctx context.Context, d daemon, port int) error {
-	url := fmt.Sprintf("http://127.0.0.1:%d/health", port)
-	for {
-		out, err := exec.CommandContext(ctx, "curl", "-fsS", "--max-time", "2", url).Output()
-		if err == nil && bytes.Contains(out, []byte(`"health":"true"`)) {
-			return nil
-		}
-		if _, ok := d.pid(); !ok {
-			return fmt.Errorf("etcd exited:\n%s", tailFile(d.Log(), 30))
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("etcd not healthy:\n%s", tailFile(d.Log(), 30))
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-func (c *Cluster) connect() error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	cfg.QPS, cfg.Burst = 200, 400
-	c.RESTConfig = cfg
-	c.Client, err = kubernetes.NewForConfig(cfg)
-	return err
-}
-
 // prepareNode makes a node's cgroups, mount namespace and configuration,
 // and starts its containerd.
 func (c *Cluster) prepareNode(ctx context.Context, n *Node, o Options) error {
@@ -456,61 +367,6 @@ func (c *Cluster) Node(name string) *Node {
 	}
 	return nil
 }
-
-// Down tears down the cluster in dir, whatever state it is in, and
-// removes dir. Nothing there is fine.
-func Down(dir string) error {
-	p := paths{dir: dir}
-	var st state
-	if b, err := os.ReadFile(p.state()); err == nil {
-		_ = json.Unmarshal(b, &st)
-	}
-	var errs []error
-	names := st.Nodes
-	if entries, err := os.ReadDir(filepath.Join(dir, "nodes")); err == nil {
-		for _, e := range entries {
-			if !contains(names, e.Name()) {
-				names = append(names, e.Name())
-			}
-		}
-	}
-	for _, name := range names {
-		n := &Node{Name: name, Dir: p.node(name), MountNS: p.mountNS(name), Cgroup: p.nodeCgroup(name)}
-		if err := n.teardown(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	cp := controlPlane{p: p}
-	ds := cp.daemons()
-	for i := len(ds) - 1; i >= 0; i-- {
-		if err := ds[i].stop(10 * time.Second); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	errs = append(errs, netlab.Cleanup(Prefix)...)
-	for s, v := range st.Sysctls {
-		if err := os.WriteFile("/proc/sys/"+s, []byte(v), 0o644); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if mounted(p.nsDir()) {
-		if out, err := exec.Command("umount", p.nsDir()).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("umount %s: %w: %s", p.nsDir(), err, bytes.TrimSpace(out)))
-		}
-	}
-	if len(errs) == 0 {
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, err)
-		}
-		if b, err := os.ReadFile(runningMarker); err == nil && strings.TrimSpace(string(b)) == dir {
-			_ = os.Remove(runningMarker)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// runningMarker names the directory of the cluster that is up.
-const runningMarker = "/run/herald-realcluster"
 
 func contains(xs []string, x string) bool {
 	for _, y := range xs {

@@ -1,14 +1,19 @@
 package realcluster
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
+	"os/exec"
 	"strconv"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // The control plane runs in the root network namespace: etcd, the
@@ -128,4 +133,58 @@ func waitHealthy(ctx context.Context, d daemon, url string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+func (c *Cluster) startControlPlane(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	health := map[string]string{
+		"kube-apiserver":          c.Server + "/readyz",
+		"kube-controller-manager": fmt.Sprintf("https://127.0.0.1:%d/healthz", c.cp.kcmPort),
+		"kube-scheduler":          fmt.Sprintf("https://127.0.0.1:%d/healthz", c.cp.schedPort),
+	}
+	for _, d := range c.cp.daemons() {
+		if err := d.start(); err != nil {
+			return err
+		}
+		if d.name == "etcd" {
+			if err := waitEtcd(cctx, d, c.cp.etcdPort); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := waitHealthy(cctx, d, health[d.name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitEtcd(ctx context.Context, d daemon, port int) error {
+	url := fmt.Sprintf("http://127.0.0.1:%d/health", port)
+	for {
+		out, err := exec.CommandContext(ctx, "curl", "-fsS", "--max-time", "2", url).Output()
+		if err == nil && bytes.Contains(out, []byte(`"health":"true"`)) {
+			return nil
+		}
+		if _, ok := d.pid(); !ok {
+			return fmt.Errorf("etcd exited:\n%s", tailFile(d.Log(), 30))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("etcd not healthy:\n%s", tailFile(d.Log(), 30))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) connect() error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	c.RESTConfig = cfg
+	c.Client, err = kubernetes.NewForConfig(cfg)
+	return err
 }

@@ -177,3 +177,37 @@ func serial() *big.Int {
 	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	return n
 }
+
+func (c *Cluster) ensurePKI() error {
+	clients := []identity{
+		{file: "admin", user: "herald-admin", groups: []string{"system:masters"}},
+		{file: "kube-controller-manager", user: "system:kube-controller-manager"},
+		{file: "kube-scheduler", user: "system:kube-scheduler"},
+		{file: "kube-proxy", user: "system:kube-proxy"},
+		{file: "apiserver-kubelet-client", user: "kube-apiserver-kubelet-client", groups: []string{"system:masters"}},
+	}
+	for _, n := range c.state.Nodes {
+		clients = append(clients, identity{file: "kubelet-" + n, user: "system:node:" + n, groups: []string{"system:nodes"}})
+	}
+	names := []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost"}
+	ips := []net.IP{net.IP(c.cp.apiAddr.AsSlice()), net.IP(ServiceCIDR.Addr().Next().AsSlice()), net.IPv4(127, 0, 0, 1)}
+	k := c.p.pki()
+	if err := k.ensure(names, ips, clients); err != nil {
+		return err
+	}
+	for _, who := range []string{"admin", "kube-controller-manager", "kube-scheduler"} {
+		if err := writeKubeconfig(c.p.kubeconfig(who), c.Server, k, who); err != nil {
+			return err
+		}
+	}
+	for _, n := range c.state.Nodes {
+		nd := c.p.node(n)
+		if err := writeKubeconfig(filepath.Join(nd, "kubelet.kubeconfig"), c.Server, k, "kubelet-"+n); err != nil {
+			return err
+		}
+		if err := writeKubeconfig(filepath.Join(nd, "kube-proxy.kubeconfig"), c.Server, k, "kube-proxy"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
