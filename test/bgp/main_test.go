@@ -30,14 +30,12 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -55,15 +53,14 @@ import (
 const timeout = 90 * time.Second
 
 const (
-	prefix         = "hbgp-"
-	clusterDirFile = "cluster-dir"
-	routerASN      = 65000
-	nodeASN        = 65001
-	routerHostNum  = 2
-	poolName       = "hbgp-pool"
-	podPoolName    = "hbgp-green"
-	podPoolCIDR    = "198.18.48.0/24"
-	secretsNS      = "kube-system"
+	prefix        = "hbgp-"
+	routerASN     = 65000
+	nodeASN       = 65001
+	routerHostNum = 2
+	poolName      = "hbgp-pool"
+	podPoolName   = "hbgp-green"
+	podPoolCIDR   = "198.18.48.0/24"
+	secretsNS     = "kube-system"
 
 	// The shared BGP resources.
 	clusterConfigName = "hbgp"
@@ -76,6 +73,7 @@ const (
 )
 
 var (
+	nodeNames = []string{"node1", "node2", "node3"}
 	subnet    = netip.MustParsePrefix("198.18.44.0/24")
 	subnet6   = netip.MustParsePrefix("fd00:18:0:44::/64")
 	poolCIDR  = "198.18.56.0/22" // 1024 addresses: BenchmarkScale makes 1000 Services
@@ -102,47 +100,13 @@ type node struct {
 }
 
 func TestMain(m *testing.M) {
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "bgp: needs root (network namespaces, FRR); run it as root, as make test does")
-		os.Exit(1)
-	}
-	os.Exit(run(m))
+	suite.Main(m, "network namespaces, FRR", suite.Options{Name: "bgp", Prefix: prefix, Subnet: subnet,
+		LAN:   func(l *netlab.LAN) error { return l.EnableIPv6(subnet6) },
+		Hosts: nodeNames, Namespace: metav1.NamespaceSystem,
+		Leftovers: func() { frr.KillInNetns(prefix + "router") }}, setup)
 }
 
 func atTeardown(f func()) { teardown.Add(f) }
-
-func run(m *testing.M) int {
-	root := cluster.RepoRoot()
-	if root == "" {
-		fmt.Fprintln(os.Stderr, "bgp: cannot find the repository root")
-		return 1
-	}
-	unlock, err := netlab.Lock("bgp")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bgp:", err)
-		return 1
-	}
-	defer unlock()
-	cleanupLeftovers()
-
-	teardown = suite.NewTeardown("bgp")
-	defer teardown.Run()
-	if workDir, err = os.MkdirTemp("", prefix); err != nil {
-		fmt.Fprintln(os.Stderr, "bgp:", err)
-		return 1
-	}
-	atTeardown(func() { _ = os.RemoveAll(workDir) })
-	agentBin, dbgBin, err := agentproc.Build(root, filepath.Join(workDir, "bin"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bgp:", err)
-		return 1
-	}
-	if err := setup(agentBin, dbgBin); err != nil {
-		fmt.Fprintln(os.Stderr, "bgp:", err)
-		return 1
-	}
-	return m.Run()
-}
 
 // routerConfig is FRR's bgpd configuration: every node a neighbor over
 // IPv4 (ipv4 unicast) and IPv6 (ipv6 unicast), ECMP across them, graceful
@@ -166,42 +130,18 @@ func routerConfig() string {
 	return b.String()
 }
 
-func setup(agentBin, dbgBin string) error {
+func setup(env *suite.Env) error {
 	var err error
-	if lan, err = netlab.New(prefix, subnet); err != nil {
-		return err
-	}
-	if err := lan.EnableIPv6(subnet6); err != nil {
-		return err
-	}
-	atTeardown(func() {
-		for _, err := range lan.Teardown() {
-			fmt.Fprintln(os.Stderr, "bgp:", err)
-		}
-	})
-	names := []string{"node1", "node2", "node3"}
-	if err := lan.Setup(names...); err != nil {
-		return fmt.Errorf("building the LAN: %w", err)
-	}
+	teardown, workDir, lan = env.Teardown, env.Work, env.LAN
+	testCluster, kube, herald = env.Cluster, env.Cluster.Client, env.Herald
 	if routerHost, err = lan.Add("router", routerHostNum); err != nil {
 		return fmt.Errorf("building the LAN: %w", err)
 	}
-
-	c, err := cluster.Start(cluster.Options{Addr: lan.RootIP().String()})
-	if err != nil {
-		return err
-	}
-	atTeardown(c.Stop)
-	_ = os.WriteFile(filepath.Join(workDir, clusterDirFile), []byte(c.Dir), 0o644)
-	testCluster, kube = c, c.Client
-	if herald, err = versioned.NewForConfig(c.RESTConfig); err != nil {
-		return err
-	}
-	for _, name := range names {
+	for _, name := range nodeNames {
 		h := lan.Host(name)
 		nodes = append(nodes, &node{host: h, Agent: agentproc.New(agentproc.Options{
 			Name: name, Netns: h.Netns, Dir: filepath.Join(workDir, name),
-			AgentBin: agentBin, DbgBin: dbgBin, Kubeconfig: c.Kubeconfig, Namespace: metav1.NamespaceSystem,
+			AgentBin: env.AgentBin, DbgBin: env.DbgBin, Kubeconfig: testCluster.Kubeconfig, Namespace: metav1.NamespaceSystem,
 			MetricsAddr: h.IP.String() + ":9962",
 			Args: []string{"--enable-bgp-control-plane", "--enable-ipv6", "--bgp-secrets-namespace", secretsNS,
 				// Multi-pool IPAM, so that nodes hold CIDRs of a pod pool to
@@ -219,39 +159,23 @@ func setup(agentBin, dbgBin string) error {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := testCluster.InstallCRDs(ctx, filepath.Join(cluster.RepoRoot(), "install", "crds")); err != nil {
-		return fmt.Errorf("installing CRDs: %w", err)
-	}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespaceSystem}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
 	for i, n := range nodes {
 		obj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{"kubernetes.io/hostname": n.Name, bgpNodeLabel: "main"}},
 			Spec: corev1.NodeSpec{PodCIDRs: podCIDRs(i)}}
-		created, err := kube.CoreV1().Nodes().Create(ctx, obj, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("creating Node %s: %w", n.Name, err)
-		}
-		created.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.host.IP.String()}, {Type: corev1.NodeInternalIP, Address: n.host.IP6.String()}}
-		if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("setting the InternalIPs of Node %s: %w", n.Name, err)
+		if err := env.CreateNode(ctx, obj, n.host.IP, n.host.IP6); err != nil {
+			return err
 		}
 	}
-	if err := createSharedResources(ctx); err != nil {
+	if err := createSharedResources(ctx, env); err != nil {
 		return err
 	}
 
-	atTeardown(func() {
-		for _, n := range nodes {
-			if err := n.Stop(); err != nil {
-				fmt.Fprintln(os.Stderr, "bgp:", err)
-			}
-		}
-	})
+	var agents []*agentproc.Agent
 	for _, n := range nodes {
-		if err := n.Start(); err != nil {
-			return err
-		}
+		agents = append(agents, n.Agent)
+	}
+	if err := env.StartAgents(agents...); err != nil {
+		return err
 	}
 	// Every session up before the tests start.
 	var addrs []string
@@ -275,12 +199,10 @@ func podCIDRs(n int) []string {
 }
 
 // The shared BGP resources, as a user would write them (Cilium's examples).
-func createSharedResources(ctx context.Context) error {
+func createSharedResources(ctx context.Context, env *suite.Env) error {
 	c := herald.CiliumV2alpha1()
-	pool := &v2alpha1.CiliumLoadBalancerIPPool{ObjectMeta: metav1.ObjectMeta{Name: poolName},
-		Spec: v2alpha1.CiliumLoadBalancerIPPoolSpec{Blocks: []v2alpha1.CiliumLoadBalancerIPPoolIPBlock{{Cidr: poolCIDR}, {Cidr: poolCIDR6}}}}
-	if _, err := c.CiliumLoadBalancerIPPools().Create(ctx, pool, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating pool: %w", err)
+	if err := env.CreateLBPool(ctx, poolName, poolCIDR, poolCIDR6); err != nil {
+		return err
 	}
 	podPool := &v2alpha1.CiliumPodIPPool{ObjectMeta: metav1.ObjectMeta{Name: podPoolName, Labels: map[string]string{"routed": "true"}},
 		Spec: v2alpha1.IPPoolSpec{IPv4: &v2alpha1.IPv4PoolSpec{CIDRs: []v2alpha1.PoolCIDR{podPoolCIDR}, MaskSize: 28}}}
@@ -344,29 +266,4 @@ func peerConfig(name, afi, authSecret string) *v2alpha1.CiliumBGPPeerConfig {
 		pc.Spec.AuthSecretRef = ptr.To(authSecret)
 	}
 	return pc
-}
-
-// cleanupLeftovers removes what a killed run left: agents, FRR, the
-// control plane, namespaces.
-func cleanupLeftovers() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*"))
-	var bins []string
-	for _, d := range dirs {
-		bins = append(bins, filepath.Join(d, "bin", "herald-agent"))
-	}
-	agentproc.KillStrays(bins...)
-	for _, ns := range []string{prefix + "router"} {
-		frr.KillInNetns(ns)
-	}
-	for _, d := range dirs {
-		if b, err := os.ReadFile(filepath.Join(d, clusterDirFile)); err == nil {
-			suite.StopLeftoverCluster("bgp", strings.TrimSpace(string(b)))
-		}
-	}
-	for _, err := range netlab.Cleanup(prefix) {
-		fmt.Fprintln(os.Stderr, "bgp: cleaning up leftovers:", err)
-	}
-	for _, d := range dirs {
-		_ = os.RemoveAll(d)
-	}
 }

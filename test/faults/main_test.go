@@ -15,17 +15,13 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
 	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/cluster"
@@ -46,7 +42,10 @@ const (
 	timeout = 2 * time.Minute
 )
 
-var subnet = netip.MustParsePrefix("198.18.2.0/24")
+var (
+	subnet    = netip.MustParsePrefix("198.18.2.0/24")
+	nodeNames = []string{"node1", "node2", "node3"}
+)
 
 // Shared by all tests; set up by TestMain.
 var (
@@ -58,99 +57,25 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "faults: needs root (network namespaces); run it as root, as make test does")
-		os.Exit(1)
-	}
-	os.Exit(run(m))
+	suite.Main(m, "network namespaces", suite.Options{Name: "faults", Prefix: prefix, Subnet: subnet,
+		Hosts: nodeNames, Namespace: leaseNS}, setup)
 }
 
-func run(m *testing.M) int {
-	unlock, err := netlab.Lock("faults")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "faults:", err)
-		return 1
-	}
-	defer unlock()
-
-	teardown := suite.NewTeardown("faults")
-	defer teardown.Run()
-
-	work, err := os.MkdirTemp("", prefix)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "faults:", err)
-		return 1
-	}
-	teardown.Add(func() { _ = os.RemoveAll(work) })
-	if err := setup(work, teardown); err != nil {
-		fmt.Fprintln(os.Stderr, "faults:", err)
-		return 1
-	}
-	return m.Run()
-}
-
-func setup(work string, teardown *suite.Teardown) error {
-	agentBin, dbgBin, err := agentproc.Build(cluster.RepoRoot(), filepath.Join(work, "bin"))
-	if err != nil {
-		return err
-	}
-	if lan, err = netlab.New(prefix, subnet); err != nil {
-		return err
-	}
-	teardown.Add(func() {
-		for _, err := range lan.Teardown() {
-			fmt.Fprintln(os.Stderr, "faults:", err)
-		}
-	})
-	names := []string{"node1", "node2", "node3"}
-	if err := lan.Setup(names...); err != nil {
-		return fmt.Errorf("building the LAN: %w", err)
-	}
-
-	c, err := cluster.Start(cluster.Options{Addr: lan.RootIP().String()})
-	if err != nil {
-		return err
-	}
-	teardown.Add(c.Stop)
-	testCluster, kube = c, c.Client
-	if herald, err = versioned.NewForConfig(c.RESTConfig); err != nil {
-		return err
-	}
+func setup(env *suite.Env) error {
+	testCluster, kube, herald, lan = env.Cluster, env.Cluster.Client, env.Herald, env.LAN
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := c.InstallCRDs(ctx, filepath.Join(cluster.RepoRoot(), "install", "crds")); err != nil {
-		return fmt.Errorf("installing CRDs: %w", err)
-	}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := env.CreateLBPool(ctx, poolName, poolCIDR); err != nil {
 		return err
 	}
-	pool := &v2alpha1.CiliumLoadBalancerIPPool{
-		ObjectMeta: metav1.ObjectMeta{Name: poolName},
-		Spec:       v2alpha1.CiliumLoadBalancerIPPoolSpec{Blocks: []v2alpha1.CiliumLoadBalancerIPPoolIPBlock{{Cidr: poolCIDR}}},
-	}
-	if _, err := herald.CiliumV2alpha1().CiliumLoadBalancerIPPools().Create(ctx, pool, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating pool: %w", err)
-	}
-
-	teardown.Add(func() {
-		for _, a := range agents {
-			if err := a.Stop(); err != nil {
-				fmt.Fprintln(os.Stderr, "faults:", err)
-			}
-		}
-	})
-	for _, name := range names {
+	for _, name := range nodeNames {
 		h := lan.Host(name)
-		a := agentproc.New(agentproc.Options{
-			Name: name, Netns: h.Netns, Dir: filepath.Join(work, name),
-			AgentBin: agentBin, DbgBin: dbgBin,
-			Kubeconfig: c.Kubeconfig, Namespace: leaseNS,
+		agents = append(agents, agentproc.New(agentproc.Options{
+			Name: name, Netns: h.Netns, Dir: filepath.Join(env.Work, name),
+			AgentBin: env.AgentBin, DbgBin: env.DbgBin,
+			Kubeconfig: testCluster.Kubeconfig, Namespace: leaseNS,
 			HealthAddr: fmt.Sprintf("%s:%d", h.IP, healthPort),
-		})
-		if err := a.Start(); err != nil {
-			return err
-		}
-		agents = append(agents, a)
+		}))
 	}
-	return nil
+	return env.StartAgents(agents...)
 }

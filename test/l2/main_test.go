@@ -36,11 +36,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
 	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/arpwatch"
@@ -56,9 +54,6 @@ const timeout = 90 * time.Second
 const (
 	leaseNS  = metav1.NamespaceSystem
 	poolName = "hl2-pool"
-	// clusterDirFile, in the work directory, records the control plane's
-	// directory so that a later run can stop it if this one is killed.
-	clusterDirFile = "cluster-dir"
 )
 
 // Shared by all tests; set up once by TestMain.
@@ -78,111 +73,39 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "l2: needs root (network namespaces, bpffs, eBPF); run it as root, as make test does")
-		os.Exit(1)
+	for _, tool := range []string{"ip", "sysctl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			fmt.Fprintf(os.Stderr, "l2: %s is missing (iproute2, procps)\n", tool)
+			os.Exit(1)
+		}
 	}
-	os.Exit(run(m))
+	suite.Main(m, "network namespaces, bpffs, eBPF", suite.Options{Name: "l2", Prefix: prefix, Subnet: subnet,
+		LAN: func(l *netlab.LAN) error {
+			l.SetMACPrefix(macPrefix)
+			return l.EnableIPv6(subnet6)
+		},
+		Hosts: nodeNames, Namespace: leaseNS}, setup)
 }
 
 // teardown is the suite's cleanup, run at the end or on SIGINT/SIGTERM;
-// run sets it up first.
+// setup sets it first.
 var teardown *suite.Teardown
 
 // atTeardown registers a cleanup step; steps run in reverse order.
 func atTeardown(f func()) { teardown.Add(f) }
 
-func run(m *testing.M) int {
-	root := cluster.RepoRoot()
-	if root == "" {
-		fmt.Fprintln(os.Stderr, "l2: cannot find the repository root")
-		return 1
-	}
-	for _, tool := range []string{"ip", "sysctl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			fmt.Fprintf(os.Stderr, "l2: %s is missing (iproute2, procps)\n", tool)
-			return 1
-		}
-	}
-	// One run at a time on a machine: the LAN's names and addresses are
-	// fixed, and a run removes what another left behind. The lock goes with
-	// the process, however it ends.
-	unlock, err := netlab.Lock("l2")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "l2:", err)
-		return 1
-	}
-	defer unlock()
-	cleanupLeftovers()
-
-	teardown = suite.NewTeardown("l2")
-	defer teardown.Run()
-
-	workDir, err = os.MkdirTemp("", prefix)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "l2:", err)
-		return 1
-	}
-	atTeardown(func() {
-		for _, err := range agentproc.UnmountAll(workDir) {
-			fmt.Fprintln(os.Stderr, "l2:", err)
-		}
-		_ = os.RemoveAll(workDir)
-	})
-
-	// Build first: a compile error is reported before anything is set up.
-	// (cleanupLeftovers finds a killed run's agents by this path.)
-	agentBin, dbgBin, err := agentproc.Build(root, filepath.Join(workDir, "bin"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "l2:", err)
-		return 1
-	}
-
-	if err := setup(agentBin, dbgBin); err != nil {
-		fmt.Fprintln(os.Stderr, "l2:", err)
-		return 1
-	}
-	return m.Run()
-}
-
-func setup(agentBin, dbgBin string) error {
+func setup(env *suite.Env) error {
 	var err error
-	if lan, err = netlab.New(prefix, subnet); err != nil {
-		return err
-	}
-	lan.SetMACPrefix(macPrefix)
-	if err := lan.EnableIPv6(subnet6); err != nil {
-		return err
-	}
-	atTeardown(func() {
-		for _, err := range lan.Teardown() {
-			fmt.Fprintln(os.Stderr, "l2:", err)
-		}
-	})
-	names := []string{"node1", "node2", "node3"}
-	if err := lan.Setup(names...); err != nil {
-		return fmt.Errorf("building the LAN: %w", err)
-	}
+	teardown, workDir, lan = env.Teardown, env.Work, env.LAN
+	testCluster, kube, herald = env.Cluster, env.Cluster.Client, env.Herald
 	if clientHost, err = lan.Add("client", clientHostNum); err != nil {
 		return fmt.Errorf("building the LAN: %w", err)
 	}
 	if rogueHost, err = lan.Add("rogue", rogueHostNum); err != nil {
 		return fmt.Errorf("building the LAN: %w", err)
 	}
-	if err := checkPlan(lan, names); err != nil {
+	if err := checkPlan(lan, nodeNames); err != nil {
 		return fmt.Errorf("building the LAN: %w", err)
-	}
-
-	c, err := cluster.Start(cluster.Options{Addr: lan.RootIP().String()})
-	if err != nil {
-		return err
-	}
-	atTeardown(c.Stop)
-	_ = os.WriteFile(filepath.Join(workDir, clusterDirFile), []byte(c.Dir), 0o644)
-	testCluster = c
-	kube = c.Client
-	if herald, err = versioned.NewForConfig(c.RESTConfig); err != nil {
-		return err
 	}
 
 	// The agents authenticate their peer traffic with a shared secret.
@@ -191,15 +114,15 @@ func setup(agentBin, dbgBin string) error {
 		return err
 	}
 	nodes = nil
-	for i, name := range names {
+	for i, name := range nodeNames {
 		h := lan.Host(name)
 		o := agentproc.Options{
 			Name:       name,
 			Netns:      h.Netns,
 			Dir:        filepath.Join(workDir, name),
-			AgentBin:   agentBin,
-			DbgBin:     dbgBin,
-			Kubeconfig: c.Kubeconfig,
+			AgentBin:   env.AgentBin,
+			DbgBin:     env.DbgBin,
+			Kubeconfig: testCluster.Kubeconfig,
 			Namespace:  leaseNS,
 			// On the node's LAN address: the test scrapes it from the root
 			// namespace.
@@ -230,32 +153,15 @@ func setup(agentBin, dbgBin string) error {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := testCluster.InstallCRDs(ctx, filepath.Join(cluster.RepoRoot(), "install", "crds")); err != nil {
-		return fmt.Errorf("installing CRDs: %w", err)
-	}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", leaseNS, err)
-	}
 	for _, n := range nodes {
 		obj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.labels}}
-		created, err := kube.CoreV1().Nodes().Create(ctx, obj, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("creating Node %s: %w", n.Name, err)
-		}
 		// The agents reach each other at their Nodes' InternalIPs.
-		created.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.host.IP.String()}}
-		if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("setting the InternalIP of Node %s: %w", n.Name, err)
+		if err := env.CreateNode(ctx, obj, n.host.IP); err != nil {
+			return err
 		}
 	}
-	pool := &v2alpha1.CiliumLoadBalancerIPPool{
-		ObjectMeta: metav1.ObjectMeta{Name: poolName},
-		Spec: v2alpha1.CiliumLoadBalancerIPPoolSpec{
-			Blocks: []v2alpha1.CiliumLoadBalancerIPPoolIPBlock{{Cidr: poolCIDR}, {Cidr: poolCIDR6}},
-		},
-	}
-	if _, err := herald.CiliumV2alpha1().CiliumLoadBalancerIPPools().Create(ctx, pool, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating pool: %w", err)
+	if err := env.CreateLBPool(ctx, poolName, poolCIDR, poolCIDR6); err != nil {
+		return err
 	}
 
 	if client, err = arpwatch.OpenARPClient(clientHost.Netns, clientHost.IP); err != nil {
@@ -267,17 +173,12 @@ func setup(agentBin, dbgBin string) error {
 	}
 	atTeardown(client6.Close)
 
-	atTeardown(func() {
-		for _, n := range nodes {
-			if err := n.Stop(); err != nil {
-				fmt.Fprintln(os.Stderr, "l2:", err)
-			}
-		}
-	})
+	var agents []*agentproc.Agent
 	for _, n := range nodes {
-		if err := n.Start(); err != nil {
-			return err
-		}
+		agents = append(agents, n.Agent)
+	}
+	if err := env.StartAgents(agents...); err != nil {
+		return err
 	}
 	for _, n := range nodes {
 		if err := n.waitReady(); err != nil {

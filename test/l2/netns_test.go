@@ -3,14 +3,8 @@ package l2
 import (
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 
-	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/netlab"
-	"github.com/heraldlb/herald/test/suite"
 )
 
 // The test LAN (test/netlab). Everything the harness creates is named with
@@ -35,8 +29,9 @@ const (
 )
 
 var (
-	subnet  = netip.MustParsePrefix("198.18.0.0/24")
-	subnet6 = netip.MustParsePrefix("fd00:18:0:1::/64")
+	nodeNames = []string{"node1", "node2", "node3"}
+	subnet    = netip.MustParsePrefix("198.18.0.0/24")
+	subnet6   = netip.MustParsePrefix("fd00:18:0:1::/64")
 	// macPrefix: every device on the LAN has the MAC address
 	// 02:48:4c:32:00:<last byte of its IP>, so that a MAC in a capture
 	// says who sent it.
@@ -67,54 +62,4 @@ func checkPlan(lan *netlab.LAN, nodeNames []string) error {
 		}
 	}
 	return nil
-}
-
-// ---------------------------------------------------------------------------
-// Leftovers of an earlier run that could not clean up (killed, timed out)
-// ---------------------------------------------------------------------------
-
-// leftoverWorkDirs lists the work directories of earlier runs: directories
-// named as os.MkdirTemp("", prefix) names them (hl2-<digits>).
-func leftoverWorkDirs() []string {
-	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*"))
-	var out []string
-	for _, m := range matches {
-		suffix := strings.TrimPrefix(filepath.Base(m), prefix)
-		if _, err := strconv.ParseUint(suffix, 10, 64); err != nil {
-			continue
-		}
-		if fi, err := os.Lstat(m); err == nil && fi.IsDir() {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// cleanupLeftovers removes what an earlier run of this suite left behind:
-// its agents (identified by their executable, which lives in the run's work
-// directory), its control plane (recorded in the work directory), the root
-// veth, the hl2- namespaces, mounts under the work directories and the
-// directories themselves.
-func cleanupLeftovers() {
-	dirs := leftoverWorkDirs()
-	var bins []string
-	for _, d := range dirs {
-		bins = append(bins, filepath.Join(d, "bin", "herald-agent"))
-	}
-	agentproc.KillStrays(bins...)
-	for _, d := range dirs {
-		if b, err := os.ReadFile(filepath.Join(d, clusterDirFile)); err == nil {
-			suite.StopLeftoverCluster("l2", strings.TrimSpace(string(b)))
-		}
-	}
-	for _, err := range netlab.Cleanup(prefix) {
-		fmt.Fprintln(os.Stderr, "l2: cleaning up leftovers:", err)
-	}
-	for _, d := range dirs {
-		for _, err := range agentproc.UnmountAll(d) {
-			fmt.Fprintln(os.Stderr, "l2: cleaning up leftovers:", err)
-		}
-		fmt.Fprintln(os.Stderr, "l2: removing leftover", d)
-		_ = os.RemoveAll(d)
-	}
 }

@@ -20,18 +20,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
-	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/cluster"
 	"github.com/heraldlb/herald/test/cnitest"
 	"github.com/heraldlb/herald/test/ipamwatch"
@@ -46,8 +43,9 @@ const (
 )
 
 var (
-	subnet  = netip.MustParsePrefix("198.18.4.0/24")
-	subnet6 = netip.MustParsePrefix("fd00:4::/64")
+	nodeNames = []string{"node1", "node2", "node3"}
+	subnet    = netip.MustParsePrefix("198.18.4.0/24")
+	subnet6   = netip.MustParsePrefix("fd00:4::/64")
 )
 
 // nodeIPv6 is the i-th node's IPv6 address on the LAN (::11, ::12, ...).
@@ -85,48 +83,25 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "multipool: needs root (network namespaces, CNI plugins)")
-		os.Exit(1)
-	}
-	os.Exit(run(m))
+	suite.Main(m, "network namespaces, CNI plugins", suite.Options{Name: "multipool", Prefix: prefix, Subnet: subnet,
+		Hosts: nodeNames, Namespace: leaseNS, Check: checkSuiteWatch}, setup)
 }
 
-func run(m *testing.M) int {
-	unlock, err := netlab.Lock("multipool")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "multipool:", err)
-		return 1
-	}
-	defer unlock()
-	teardown := suite.NewTeardown("multipool")
-	defer teardown.Run()
-	if work, err = os.MkdirTemp("", prefix); err != nil {
-		fmt.Fprintln(os.Stderr, "multipool:", err)
-		return 1
-	}
-	teardown.Add(func() { _ = os.RemoveAll(work) })
-	if err := setup(teardown); err != nil {
-		fmt.Fprintln(os.Stderr, "multipool:", err)
-		return 1
-	}
-	code := m.Run()
-	// Whatever the tests did, no CIDR was ever on two nodes at once.
+// checkSuiteWatch fails the run if, whatever the tests did, a CIDR was
+// ever on two nodes at once.
+func checkSuiteWatch() error {
 	if vs := suiteWatch.Violations(); len(vs) > 0 {
-		fmt.Fprintf(os.Stderr, "multipool: CIDRs on two nodes during the suite:\n%s\n", strings.Join(vs, "\n"))
-		return 1
+		return fmt.Errorf("CIDRs on two nodes during the suite:\n%s", strings.Join(vs, "\n"))
 	}
 	fmt.Fprintln(os.Stderr, "multipool: suite-wide CiliumNode watch:", suiteWatch.Summary())
-	return code
+	return nil
 }
 
-func setup(teardown *suite.Teardown) error {
+func setup(env *suite.Env) error {
+	var err error
+	testCluster, kube, herald, lan, work = env.Cluster, env.Cluster.Client, env.Herald, env.LAN, env.Work
+	teardown := env.Teardown
 	if _, err := cnitest.RequirePlugins(); err != nil {
-		return err
-	}
-	root := cluster.RepoRoot()
-	agentBin, dbgBin, err := agentproc.Build(root, filepath.Join(work, "bin"))
-	if err != nil {
 		return err
 	}
 	if ipamBin, err = cnitest.BuildHeraldIPAM(filepath.Join(work, "cni-bin")); err != nil {
@@ -134,56 +109,20 @@ func setup(teardown *suite.Teardown) error {
 	}
 	cnitest.CleanupNetns(podPrefix)
 	teardown.Add(func() { cnitest.CleanupNetns(podPrefix) })
-	if lan, err = netlab.New(prefix, subnet); err != nil {
-		return err
-	}
-	teardown.Add(func() {
-		for _, err := range lan.Teardown() {
-			fmt.Fprintln(os.Stderr, "multipool:", err)
-		}
-	})
-	names := []string{"node1", "node2", "node3"}
-	if err := lan.Setup(names...); err != nil {
-		return fmt.Errorf("building the LAN: %w", err)
-	}
 	// Dual-stack nodes: netlab's LAN is IPv4; the nodes get an IPv6
 	// address of subnet6 on eth0 too (no duplicate detection: the
 	// addresses are ours), and pods get both families.
-	for i, name := range names {
+	for i, name := range nodeNames {
 		if err := enableIPv6(lan.Host(name).Netns, nodeIPv6(i)); err != nil {
 			return fmt.Errorf("IPv6 on %s: %w", name, err)
 		}
 	}
 
-	c, err := cluster.Start(cluster.Options{Addr: lan.RootIP().String()})
-	if err != nil {
-		return err
-	}
-	teardown.Add(c.Stop)
-	testCluster, kube = c, c.Client
-	if herald, err = versioned.NewForConfig(c.RESTConfig); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := c.InstallCRDs(ctx, filepath.Join(root, "install", "crds")); err != nil {
-		return fmt.Errorf("installing CRDs: %w", err)
-	}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	for _, name := range names {
-		h := lan.Host(name)
+	for i, name := range nodeNames {
 		obj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		n, err := kube.CoreV1().Nodes().Create(ctx, obj, metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		n.Status.Addresses = []corev1.NodeAddress{
-			{Type: corev1.NodeInternalIP, Address: h.IP.String()},
-			{Type: corev1.NodeInternalIP, Address: nodeIPv6(slices.Index(names, name)).String()},
-		}
-		if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		if err := env.CreateNode(ctx, obj, lan.Host(name).IP, nodeIPv6(i)); err != nil {
 			return err
 		}
 	}
@@ -198,13 +137,11 @@ func setup(teardown *suite.Teardown) error {
 
 	teardown.Add(func() {
 		for _, n := range nodes {
-			if err := n.agent.Stop(); err != nil {
-				fmt.Fprintln(os.Stderr, "multipool:", err)
-			}
+			env.Report(n.agent.Stop())
 		}
 	})
-	for _, name := range names {
-		n, err := newNode(name, agentBin, dbgBin)
+	for _, name := range nodeNames {
+		n, err := newNode(name, env.AgentBin, env.DbgBin)
 		if err != nil {
 			return err
 		}
