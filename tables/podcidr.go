@@ -83,17 +83,6 @@ func PrefixCount(p netip.Prefix, bits int) string {
 	return new(big.Int).Lsh(big.NewInt(1), uint(bits-p.Bits())).String()
 }
 
-// NextPrefix returns the prefix of the same length right after p, and false
-// when p is the last one of its family.
-func NextPrefix(p netip.Prefix) (netip.Prefix, bool) {
-	_, last := PrefixRange(p)
-	next := last.Next()
-	if !next.IsValid() {
-		return netip.Prefix{}, false
-	}
-	return netip.PrefixFrom(next, p.Bits()), true
-}
-
 // PrefixesOverlap reports whether two prefixes share an address.
 func PrefixesOverlap(a, b netip.Prefix) bool {
 	return a.Addr().BitLen() == b.Addr().BitLen() && a.Overlaps(b)

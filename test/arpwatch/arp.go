@@ -147,9 +147,6 @@ func OpenARPClient(netns string, ip netip.Addr) (*ARPClient, error) {
 	return &ARPClient{Capture: c, ip: ip}, nil
 }
 
-// IP is the client's address, the one replies are sent to.
-func (c *ARPClient) IP() netip.Addr { return c.ip }
-
 // Request broadcasts "who has ip, tell <client>" as a host would, padded to
 // the minimum Ethernet frame as a NIC sends it. It does not wait for the
 // replies: the capture records them.

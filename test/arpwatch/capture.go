@@ -112,10 +112,6 @@ func (c *Capture[F]) Close() {
 	<-c.done
 }
 
-// MAC is the hardware address of the captured interface: the sender
-// address of the frames sent with Send.
-func (c *Capture[F]) MAC() net.HardwareAddr { return c.mac }
-
 // Mark returns the capture position: frames captured from now on have a
 // position (seq) >= Mark. The socket does not see the frames it sends
 // itself, so a mark taken just before sending delimits what came after.

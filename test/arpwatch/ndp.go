@@ -102,9 +102,6 @@ func OpenNDPClient(netns string, ip netip.Addr) (*NDPClient, error) {
 	return &NDPClient{Capture: c, ip: ip}, nil
 }
 
-// IP is the client's address, the one solicited advertisements are sent to.
-func (c *NDPClient) IP() netip.Addr { return c.ip }
-
 // Solicit sends a Neighbor Solicitation for target to its solicited-node
 // multicast group, as a host resolving it does: a responder that only
 // answers broadcasts, or a node that did not join the group behind a

@@ -179,12 +179,6 @@ func daemonGroup() string {
 	return "root"
 }
 
-// Name is the router's hostname; Netns its namespace; Dir its work
-// directory.
-func (r *Router) Name() string  { return r.opts.Name }
-func (r *Router) Netns() string { return r.opts.Netns }
-func (r *Router) Dir() string   { return r.opts.Dir }
-
 func (r *Router) path(name string) string { return filepath.Join(r.opts.Dir, name) }
 
 // start runs one daemon in the foreground (no -d: the process is ours to

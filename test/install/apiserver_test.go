@@ -67,17 +67,6 @@ func setup(t *testing.T) (*cluster.Cluster, dynamic.Interface) {
 	return c, dyn
 }
 
-// splitYAML splits a YAML stream into its non-empty documents.
-func splitYAML(b []byte) [][]byte {
-	var docs [][]byte
-	for _, d := range bytes.Split(append([]byte("\n"), b...), []byte("\n---")) {
-		if len(bytes.TrimSpace(d)) > 0 {
-			docs = append(docs, d)
-		}
-	}
-	return docs
-}
-
 func ensureNamespace(t *testing.T, c *cluster.Cluster, name string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}

@@ -120,12 +120,6 @@ func helpFlags(bin string) ([]string, error) {
 	return flags, nil
 }
 
-// hasFlag reports whether herald-agent has the flag.
-func hasFlag(name string) bool {
-	i := sort.SearchStrings(agentFlags, name)
-	return i < len(agentFlags) && agentFlags[i] == name
-}
-
 // startCluster starts the control plane once, for the tests that need it.
 func startCluster(t *testing.T) *cluster.Cluster {
 	t.Helper()

@@ -159,19 +159,6 @@ func (w *Watcher) FirstCIDRAt(node string) (time.Time, bool) {
 	return t, ok
 }
 
-// WithCIDRs counts the nodes that hold at least one CIDR now.
-func (w *Watcher) WithCIDRs() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, hs := range w.nodes {
-		if len(hs) > 0 {
-			n++
-		}
-	}
-	return n
-}
-
 // Events counts the CiliumNode changes the watch has seen.
 func (w *Watcher) Events() int {
 	w.mu.Lock()

@@ -117,15 +117,6 @@ func (n *node) waitReady(ctx context.Context) error {
 	}
 }
 
-func nodeNamed(name string) *node {
-	for _, n := range nodes {
-		if n.name == name {
-			return n
-		}
-	}
-	panic("no node " + name)
-}
-
 // waitFor polls cond until it holds.
 func waitFor(t testing.TB, within time.Duration, cond func() (bool, string)) {
 	t.Helper()

@@ -49,10 +49,6 @@ func New(first, last netip.Addr, reserveFirstLast bool) *Range {
 	return r
 }
 
-// First and Last return the ends of the block.
-func (r *Range) First() netip.Addr { return r.first }
-func (r *Range) Last() netip.Addr  { return r.last }
-
 // Contains reports whether a lies in the block (reserved ends included).
 func (r *Range) Contains(a netip.Addr) bool {
 	return a.BitLen() == r.first.BitLen() && !a.Less(r.first) && !r.last.Less(a)
