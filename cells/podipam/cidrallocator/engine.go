@@ -1,11 +1,11 @@
 package cidrallocator
 
 import (
-	"cmp"
 	"net/netip"
 	"slices"
 	"time"
 
+	"github.com/heraldlb/herald/cells/internal/poolorder"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -107,15 +107,8 @@ func (e *Engine) DeletePool(name string) {
 }
 
 func (e *Engine) reorder() {
-	e.poolOrder = e.poolOrder[:0]
-	for _, p := range e.pools {
-		e.poolOrder = append(e.poolOrder, p)
-	}
-	slices.SortFunc(e.poolOrder, func(a, b *poolState) int {
-		if c := a.row.CreationTimestamp.Compare(b.row.CreationTimestamp); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.row.Name, b.row.Name)
+	e.poolOrder = poolorder.Sorted(e.poolOrder, e.pools, func(p *poolState) (time.Time, string) {
+		return p.row.CreationTimestamp, p.row.Name
 	})
 	e.detectConflicts()
 }
