@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
@@ -79,41 +78,12 @@ func (f *fixture) update(term uint64) error {
 // the LB IPAM term it was computed in is valid, and only as a patch
 // conditional on the resourceVersion it was computed from.
 func TestWritesAreFenced(t *testing.T) {
-	leading := func(term uint64, validFor time.Duration) *tables.Leadership {
-		return &tables.Leadership{Lease: tables.LBIPAMLease, Identity: "node1_a", Holder: "node1_a",
-			Leading: true, Term: term, ValidUntil: time.Now().Add(validFor)}
-	}
-	notLeader := func(err error) bool { return errors.Is(err, tables.ErrNotLeader) }
-	for _, tt := range []struct {
-		name       string
-		leadership *tables.Leadership
-		serverRV   int    // the pool's resourceVersion in the API server
-		decidedIn  uint64 // the status's term
-		sent       bool   // whether a request reaches the API server
-		err        func(error) bool
-		want       string // the error's text contains
-	}{
-		{"term valid, pool unchanged", leading(1, time.Hour), 7, 1, true, nil, ""},
-		{"term lapsed: no renewal since the deadline", leading(1, -time.Second), 7, 1, false, notLeader, "term 1 lapsed at"},
-		{"computed in term 1, term 2 began since", leading(2, time.Hour), 7, 1, false, notLeader, "in term 1 (now term 2)"},
-		{"another agent leads", &tables.Leadership{Lease: tables.LBIPAMLease, Identity: "node1_a", Holder: "node2_b"}, 7, 1, false,
-			notLeader, "not the leader of herald-lb-ipam"},
-		{"no election yet", nil, 7, 1, false, notLeader, "not the leader"},
-		{"term valid, pool changed since it was read", leading(1, time.Hour), 8, 1, true,
-			apierrors.IsConflict, "the object has been modified"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, tt.serverRV, tt.leadership)
-			err := f.update(tt.decidedIn)
+	for _, tt := range statusstub.FenceCases(tables.LBIPAMLease, "pool") {
+		t.Run(tt.Name, func(t *testing.T) {
+			f := newFixture(t, tt.ServerRV, tt.Leadership)
+			err := f.update(tt.DecidedIn)
 
-			reqs := f.api.Requests()
-			switch {
-			case !tt.sent && len(reqs) > 0:
-				t.Fatalf("%d requests reached the API server, want none: %+v", len(reqs), reqs)
-			case tt.sent && len(reqs) != 1:
-				t.Fatalf("%d requests reached the API server, want 1", len(reqs))
-			case tt.sent:
-				r := reqs[0]
+			if r, ok := f.api.Sent(t, tt.Sent); ok {
 				if r.ResourceVersion != "7" {
 					t.Errorf("patch conditional on resourceVersion %q, want the version read, 7", r.ResourceVersion)
 				}
@@ -125,7 +95,7 @@ func TestWritesAreFenced(t *testing.T) {
 				}
 			}
 
-			if tt.err == nil {
+			if tt.Err == nil {
 				if err != nil {
 					t.Fatalf("Update: %v", err)
 				}
@@ -134,8 +104,8 @@ func TestWritesAreFenced(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !tt.err(err) || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("Update error %v, want one containing %q", err, tt.want)
+			if err == nil || !tt.Err(err) || !strings.Contains(err.Error(), tt.Want) {
+				t.Fatalf("Update error %v, want one containing %q", err, tt.Want)
 			}
 			if !strings.HasPrefix(err.Error(), "pool "+poolName+": ") {
 				t.Errorf("error %q does not name the pool", err)
@@ -160,14 +130,7 @@ func TestWriteAbandonedAtDeadline(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Update error %v, want the term's deadline", err)
 	}
-	select {
-	case <-f.api.Abandoned():
-	case <-time.After(time.Minute):
-		t.Fatal("the API server still holds the request a minute after the deadline")
-	}
-	if time.Now().Before(valid) {
-		t.Fatalf("request abandoned before the term's deadline %v", valid)
-	}
+	f.api.AbandonedAt(t, valid)
 	if ev := f.RecordedEvents(); len(ev) > 0 {
 		t.Fatalf("events %q for a write that did not happen", ev)
 	}

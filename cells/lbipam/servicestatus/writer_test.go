@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -87,46 +86,12 @@ func (f *fixture) update(term uint64) error {
 // LB IPAM term it was made in is valid, and only as a write conditional
 // on the resourceVersion it was checked against.
 func TestWritesAreFenced(t *testing.T) {
-	leading := func(term uint64, validFor time.Duration) *tables.Leadership {
-		return &tables.Leadership{Lease: tables.LBIPAMLease, Identity: "node1_a", Holder: "node1_a",
-			Leading: true, Term: term, ValidUntil: time.Now().Add(validFor)}
-	}
-	for _, tt := range []struct {
-		name       string
-		leadership *tables.Leadership
-		serverRV   int    // the Service's resourceVersion in the API server
-		decidedIn  uint64 // the decision's term
-		sent       bool   // whether a request reaches the API server
-		err        func(error) bool
-		want       string // the error's text contains
-	}{
-		{"term valid, Service unchanged", leading(1, time.Hour), 7, 1, true, nil, ""},
-		{"term lapsed: no renewal since the deadline", leading(1, -time.Second), 7, 1, false,
-			func(err error) bool { return errors.Is(err, tables.ErrNotLeader) }, "term 1 lapsed at"},
-		{"decided in term 1, term 2 began since", leading(2, time.Hour), 7, 1, false,
-			func(err error) bool { return errors.Is(err, tables.ErrNotLeader) }, "in term 1 (now term 2)"},
-		{"another agent leads", &tables.Leadership{Lease: tables.LBIPAMLease, Identity: "node1_a", Holder: "node2_b"}, 7, 1, false,
-			func(err error) bool { return errors.Is(err, tables.ErrNotLeader) }, "not the leader of herald-lb-ipam"},
-		{"no election yet", nil, 7, 1, false,
-			func(err error) bool { return errors.Is(err, tables.ErrNotLeader) }, "not the leader"},
-		// A newer leader wrote the Service since it was read: the API
-		// server refuses the write; the reconciler retries it once the
-		// table has the new version.
-		{"term valid, Service changed since it was read", leading(1, time.Hour), 8, 1, true,
-			apierrors.IsConflict, "the object has been modified"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, tt.serverRV, tt.leadership)
-			err := f.update(tt.decidedIn)
+	for _, tt := range statusstub.FenceCases(tables.LBIPAMLease, "Service") {
+		t.Run(tt.Name, func(t *testing.T) {
+			f := newFixture(t, tt.ServerRV, tt.Leadership)
+			err := f.update(tt.DecidedIn)
 
-			reqs := f.api.Requests()
-			switch {
-			case !tt.sent && len(reqs) > 0:
-				t.Fatalf("%d requests reached the API server, want none: %+v", len(reqs), reqs)
-			case tt.sent && len(reqs) != 1:
-				t.Fatalf("%d requests reached the API server, want 1", len(reqs))
-			case tt.sent:
-				r := reqs[0]
+			if r, ok := f.api.Sent(t, tt.Sent); ok {
 				if r.ResourceVersion != "7" {
 					t.Errorf("write conditional on resourceVersion %q, want the version read, 7", r.ResourceVersion)
 				}
@@ -138,7 +103,7 @@ func TestWritesAreFenced(t *testing.T) {
 				}
 			}
 
-			if tt.err == nil {
+			if tt.Err == nil {
 				if err != nil {
 					t.Fatalf("Update: %v", err)
 				}
@@ -147,8 +112,8 @@ func TestWritesAreFenced(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !tt.err(err) || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("Update error %v, want one containing %q", err, tt.want)
+			if err == nil || !tt.Err(err) || !strings.Contains(err.Error(), tt.Want) {
+				t.Fatalf("Update error %v, want one containing %q", err, tt.Want)
 			}
 			if !strings.HasPrefix(err.Error(), "service "+ns+"/"+name+": ") {
 				t.Errorf("error %q does not name the Service", err)
@@ -192,16 +157,8 @@ func TestWriteAbandonedAtDeadline(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Update error %v, want the term's deadline", err)
 	}
-	select {
-	case r := <-f.api.Abandoned():
-		if r.ResourceVersion != "7" {
-			t.Errorf("held write conditional on resourceVersion %q, want 7", r.ResourceVersion)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("the API server still holds the request a minute after the deadline")
-	}
-	if time.Now().Before(valid) {
-		t.Fatalf("request abandoned before the term's deadline %v", valid)
+	if r := f.api.AbandonedAt(t, valid); r.ResourceVersion != "7" {
+		t.Errorf("held write conditional on resourceVersion %q, want 7", r.ResourceVersion)
 	}
 	if ev := f.RecordedEvents(); len(ev) > 0 {
 		t.Fatalf("events %q for a write that did not happen", ev)
