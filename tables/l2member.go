@@ -11,7 +11,8 @@ import (
 )
 
 // L2MembersTableName is the table of the agents that take part in L2
-// announcements, as this agent's failure detector sees them.
+// announcements, as this agent's failure detector sees them (written by
+// cells/l2/members, with what each member published).
 const L2MembersTableName = "l2-members"
 
 // Member states, as the failure detector (memberlist) reports them.

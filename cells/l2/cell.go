@@ -5,10 +5,15 @@
 //     l2-candidates; Events for Services nobody may announce;
 //   - responder: l2-announce → the eBPF ARP/NDP responder on the selected
 //     devices, gratuitous ARP;
+//   - members (with the members election): the member protocol between
+//     the agents, nodes × devices × l2-member-meta → l2-members (peer
+//     liveness, what each published) and l2-member-confirmation (until
+//     when the peers confirm this node);
 //   - elector (the members election, the default) or leaseelection (a
-//     Lease per group): l2-candidates (× members, peer liveness) × Leases
-//     → l2-announce and the fence deadline (l2-lease-health); the
-//     announcement Leases;
+//     Lease per group): l2-candidates (× l2-members and
+//     l2-member-confirmation for the elector) × Leases → l2-announce and
+//     the fence deadline (l2-lease-health); the announcement Leases; the
+//     elector also l2-member-meta, what the members cell publishes;
 //   - policystatus: l2-policies → the policies' status conditions;
 //   - podannounce: pod-ip-allocations × devices → gratuitous ARP for new
 //     pod addresses (L2 pod announcements).
@@ -22,6 +27,7 @@ import (
 	"github.com/heraldlb/herald/cells/l2/elector"
 	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/cells/l2/leaseelection"
+	"github.com/heraldlb/herald/cells/l2/members"
 	"github.com/heraldlb/herald/cells/l2/podannounce"
 	"github.com/heraldlb/herald/cells/l2/policystatus"
 	"github.com/heraldlb/herald/cells/l2/responder"
@@ -44,10 +50,16 @@ var Cell = cell.Group(
 		tables.NewL2LeaseHealthTable, statedb.RWTable[*tables.L2LeaseHealth].ToTable,
 	),
 	candidates.Cell,
-	// Before the elector: cells stop in reverse order, so the responder
-	// still runs when the stopping elector withdraws every entry, and the
-	// node leaves the members as soon as it is silent.
+	// Cells stop in the reverse order they start, and a stopping agent
+	// must be silent before it leaves the members (the peers take its
+	// groups over as soon as they hear of it). So: the elector stops
+	// first, withdraws every entry and waits until the responder confirms
+	// them out of its maps, then says so (l2-member-meta, Silent); then
+	// the members cell leaves the member cluster; the responder stops
+	// last. Hence the responder before the members cell, and the members
+	// cell before the elector.
 	responder.Cell,
+	members.Cell,
 	elector.Cell,
 	leaseelection.Cell,
 	policystatus.Cell,

@@ -23,31 +23,33 @@ import (
 	"github.com/heraldlb/herald/tables"
 )
 
-// params are what the cell's two elections read and write (the Lease
-// election uses part of them).
+// params are what the elector reads and writes.
 type params struct {
 	cell.In
 
-	Agent      agentconfig.Config
-	L2         l2config.Config
-	Leases     l2config.L2Leases
-	Config     Config
-	Log        *slog.Logger
-	DB         *statedb.DB
-	Jobs       job.Group
-	Kube       kubernetes.Interface
-	Candidates statedb.Table[*tables.L2Candidate]
-	Nodes      statedb.Table[*tables.Node]
-	Devices    statedb.Table[*tables.Device]
-	Records    statedb.Table[*tables.L2Lease]
-	Leadership statedb.Table[*tables.Leadership]
-	Announce   statedb.RWTable[*tables.L2AnnounceEntry]
-	Health     statedb.RWTable[*tables.L2LeaseHealth]
-	Members    statedb.RWTable[*tables.L2Member]
-	Owners     statedb.RWTable[*tables.L2Owner]
-	Events     record.EventRecorder
-	Metrics    prometheus.Registerer `optional:"true"`
+	Agent        agentconfig.Config
+	L2           l2config.Config
+	Leases       l2config.L2Leases
+	Log          *slog.Logger
+	DB           *statedb.DB
+	Jobs         job.Group
+	Kube         kubernetes.Interface
+	Candidates   statedb.Table[*tables.L2Candidate]
+	Members      statedb.Table[*tables.L2Member]
+	Confirmation statedb.Table[*tables.L2MemberConfirmation]
+	Records      statedb.Table[*tables.L2Lease]
+	Leadership   statedb.Table[*tables.Leadership]
+	Announce     statedb.RWTable[*tables.L2AnnounceEntry]
+	Health       statedb.RWTable[*tables.L2LeaseHealth]
+	Owners       statedb.RWTable[*tables.L2Owner]
+	Meta         statedb.RWTable[*tables.L2MemberMeta]
+	Events       record.EventRecorder
+	Metrics      prometheus.Registerer `optional:"true"`
 }
+
+// tookMany stands for every unrecorded takeover of a member whose list
+// did not fit into its metadata.
+const tookMany = tables.L2TookMany
 
 func registerMembersElector(p params) error {
 	if !p.L2.Runs(l2config.ElectionMembers) {
@@ -58,10 +60,9 @@ func registerMembersElector(p params) error {
 		return err
 	}
 	e := &elector{params: p, self: p.Agent.Node(), timings: p.Leases.Timings(),
-		members: newMembers(p.Log, p.Agent.Node()),
-		fence:   fence{newTerm: newTermName},
-		leases:  p.Kube.CoordinationV1().Leases(p.Agent.K8sNamespace),
-		seen:    map[string]seenLease{}, records: map[string]seenRecord{}, took: map[string]string{}, inflight: map[string]bool{},
+		fence:  fence{newTerm: newTermName},
+		leases: p.Kube.CoordinationV1().Leases(p.Agent.K8sNamespace),
+		seen:   map[string]seenLease{}, records: map[string]seenRecord{}, took: map[string]string{}, inflight: map[string]bool{},
 		overlay: map[string]overlay{}, announced: map[string]bool{},
 		results: make(chan writeResult, 64),
 		writing: make(chan struct{}, maxWritesInFlight),
@@ -75,8 +76,9 @@ func registerMembersElector(p params) error {
 }
 
 // elector runs the ownership protocol (decide) on what the failure
-// detector, the Leases and the candidates say, and keeps its outcome in
-// the tables the responder reads. It alone owns the timing contract: the
+// detector (l2-members, l2-member-confirmation), the Leases and the
+// candidates say, and keeps its outcome in the tables the responder
+// reads. It alone owns the timing contract: the
 // fence (until when this node may answer) is published in l2-lease-health,
 // and the responder's eBPF program stops answering at that deadline by
 // itself, even if this agent is frozen.
@@ -84,7 +86,6 @@ type elector struct {
 	params
 	self    string
 	timings tables.LeaseTimings
-	members *members
 	fence   fence
 	leases  coordinationclient.LeaseInterface
 
@@ -119,92 +120,97 @@ func newTermName() string {
 }
 
 func (e *elector) run(ctx context.Context, health cell.Health) error {
-	advertise, err := e.waitReady(ctx, health)
-	if err != nil {
+	// l2-members is initialized once the member protocol runs: before,
+	// this node has no address or no peer secret, and takes no part.
+	if err := tables.WaitInitialized(ctx, e.DB, e.Candidates, e.Records, e.Members); err != nil {
 		return nil
 	}
-	var secret []byte
-	for {
-		if secret, err = e.Config.peerSecret(ctx, e.Kube, e.Agent.K8sNamespace); err == nil {
-			break
-		}
-		e.Log.Error("No peer secret: this node takes no part in L2 announcements until it has one", "error", err)
-		health.Degraded("peer secret", err)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(5 * time.Second):
-		}
-	}
-	if err := e.members.start(advertise, e.Config.L2AnnouncementsPeerPort, secret); err != nil {
-		health.Degraded("member protocol", err)
-		return err
-	}
-	e.Log.Info("Member protocol started", "address", advertise, "port", e.Config.L2AnnouncementsPeerPort)
 	defer e.shutdown()
 
-	go e.echoLoop(ctx)
-	go e.joinLoop(ctx)
-
-	tick := time.NewTicker(echoInterval)
+	// The loop wakes when the members change, when a peer's confirmation
+	// moves the deadline (about every echoInterval), when a Lease write
+	// finishes, and at least every echoInterval: the fence and the
+	// Leases' expiry move with time alone.
+	tick := time.NewTicker(l2config.EchoInterval)
 	defer tick.Stop()
-	var (
-		lastFresh    bool
-		lastTerm     string
-		lastMembers  uint64
-		lastMayMove  bool
-		lastGrace    bool
-		inputs       []<-chan struct{}
-		writesLanded bool
-	)
+	var last lastTurn
 	for {
-		now := time.Now()
-		rows, version := e.members.snapshot()
-		e.writeMembers(rows)
-		st := e.evidence(now, rows)
-		why := st.why
-		if e.fence.advance(now, st.until, st.hold) {
-			e.Log.Info("Liveness confirmed: new term; holdings of earlier terms are void", "term", e.fence.term, "evidence", why)
-			e.metrics.terms.Inc()
-			e.took = map[string]string{}
-		}
-		fresh := e.fence.valid(now)
-		if fresh != lastFresh {
-			if fresh {
-				health.OK("liveness confirmed: " + why)
-			} else {
-				e.Log.Warn("Liveness not confirmed: not answering", "term", e.fence.term, "why", why)
-				health.Degraded("not answering", errors.New(why))
-			}
-		}
-		writesLanded = e.drainResults() || writesLanded
-		grace := inRejoinGrace(rows, e.fence.since, now)
-		// Decide again when an input changed; echoes only move the fence.
-		if inputs == nil || tablesync.Closed(inputs...) || fresh != lastFresh || e.fence.term != lastTerm || version != lastMembers || writesLanded ||
-			st.mayMove != lastMayMove || grace != lastGrace {
-			inputs = e.round(fresh, st.mayMove, rows)
-			writesLanded = false
-		}
-		e.publishFence(fresh)
-		lastFresh, lastTerm, lastMembers, lastMayMove, lastGrace = fresh, e.fence.term, version, st.mayMove, grace
-
+		watches := e.turn(time.Now(), &last, health)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-		case <-e.members.changed:
+		case <-watches.members:
+		case <-watches.confirmation:
 		case r := <-e.results:
 			e.handleResult(r)
-			writesLanded = true
+			last.writesLanded = true
 		}
 	}
 }
 
-// evidence is this node's standing (judge) from what it knows at now: the
-// live members, and the cluster's size (the universe: the live members
-// and the nodes whose Lease is not known to have expired).
-func (e *elector) evidence(now time.Time, rows []*tables.L2Member) standing {
+// lastTurn is what the loop keeps from one turn to the next, to decide
+// again only when an input of the decision changed.
+type lastTurn struct {
+	fresh, mayMove, grace bool
+	term                  string
+	members               statedb.Revision
+	inputs                []<-chan struct{} // of the last round
+	writesLanded          bool
+}
+
+// memberWatches close when the members cell writes its tables.
+type memberWatches struct {
+	members, confirmation <-chan struct{}
+}
+
+// turn reads what the members cell says at now, judges this node's
+// standing and moves the fence, decides again when an input changed
+// (echoes only move the fence), and publishes the fence.
+func (e *elector) turn(now time.Time, last *lastTurn, health cell.Health) memberWatches {
 	txn := e.DB.ReadTxn()
+	all, membersWatch := e.Members.AllWatch(txn)
+	rows, version := statedb.Collect(all), e.Members.Revision(txn)
+	// The confirmation as last written: a stale read is an earlier
+	// deadline, never a later one (tables.L2MemberConfirmation).
+	var confirmed time.Time
+	conf, _, confWatch, ok := e.Confirmation.GetWatch(txn, tables.L2MemberConfirmationNodeIndex.Query(e.self))
+	if ok {
+		confirmed = conf.ConfirmedUntil
+	}
+	st := e.evidence(now, txn, rows, confirmed)
+	why := st.why
+	if e.fence.advance(now, st.until, st.hold) {
+		e.Log.Info("Liveness confirmed: new term; holdings of earlier terms are void", "term", e.fence.term, "evidence", why)
+		e.metrics.terms.Inc()
+		e.took = map[string]string{}
+	}
+	fresh := e.fence.valid(now)
+	if fresh != last.fresh {
+		if fresh {
+			health.OK("liveness confirmed: " + why)
+		} else {
+			e.Log.Warn("Liveness not confirmed: not answering", "term", e.fence.term, "why", why)
+			health.Degraded("not answering", errors.New(why))
+		}
+	}
+	last.writesLanded = e.drainResults() || last.writesLanded
+	grace := inRejoinGrace(rows, e.fence.since, now)
+	if last.inputs == nil || tablesync.Closed(last.inputs...) || fresh != last.fresh || e.fence.term != last.term || version != last.members || last.writesLanded ||
+		st.mayMove != last.mayMove || grace != last.grace {
+		last.inputs = e.round(fresh, st.mayMove, rows)
+		last.writesLanded = false
+	}
+	e.publishFence(fresh)
+	last.fresh, last.term, last.members, last.mayMove, last.grace = fresh, e.fence.term, version, st.mayMove, grace
+	return memberWatches{members: membersWatch, confirmation: confWatch}
+}
+
+// evidence is this node's standing (judge) from what it knows at now: the
+// live members, the cluster's size (the universe: the live members and
+// the nodes whose Lease is not known to have expired), and until when
+// the peers confirm it.
+func (e *elector) evidence(now time.Time, txn statedb.ReadTxn, rows []*tables.L2Member, confirmed time.Time) standing {
 	// When each node Lease version was first seen; Leases gone are
 	// forgotten.
 	seen := map[string]seenLease{}
@@ -243,5 +249,5 @@ func (e *elector) evidence(now time.Time, rows []*tables.L2Member) standing {
 	if l, _, ok := e.Leadership.Get(txn, tables.LeadershipLeaseIndex.Query(tables.L2NodeLeasePrefix+e.self)); ok && l.Leading {
 		own = l.ValidUntil
 	}
-	return judge(live, len(universe), e.members.confirmedUntil(), own)
+	return judge(live, len(universe), confirmed, own)
 }

@@ -119,7 +119,6 @@ func (e *elector) send(w write, del bool) {
 			r.version, r.err = writeRecord(ctx, e.leases, w, e.timings.Duration)
 		}
 		e.results <- r
-		e.members.wake()
 	}()
 }
 

@@ -1,13 +1,15 @@
 package elector
 
 import (
+	"slices"
+
 	"github.com/cilium/statedb"
 
 	"github.com/heraldlb/herald/tables"
 )
 
 // What the elector publishes besides its decisions: the fence deadline
-// for the responder, and the members as it sees them.
+// for the responder, and what the peers must learn of this node.
 
 // publishFence tells the responder until when it may answer.
 func (e *elector) publishFence(fresh bool) {
@@ -32,14 +34,18 @@ func (e *elector) writeFence(wtxn statedb.WriteTxn, fresh bool) {
 	_, _, _ = e.Health.Insert(wtxn, h)
 }
 
-// writeMembers copies the member rows into l2-members.
-func (e *elector) writeMembers(rows []*tables.L2Member) {
-	wtxn := e.DB.WriteTxn(e.Members)
-	defer wtxn.Commit()
-	for _, m := range rows {
-		if old, _, ok := e.Members.Get(wtxn, tables.L2MemberNodeIndex.Query(m.Node)); ok && sameJSON(old, m) {
-			continue
-		}
-		_, _, _ = e.Members.Insert(wtxn, m)
+// writeMeta writes what the members cell publishes to the peers for this
+// node: its term, and the groups it took over without recording it (the
+// peers take none of those).
+func (e *elector) writeMeta(wtxn statedb.WriteTxn, took map[string]string) {
+	m := &tables.L2MemberMeta{Node: e.self, Term: e.fence.term}
+	for g, k := range took {
+		m.TookOver = append(m.TookOver, claimKey(g, k))
 	}
+	slices.Sort(m.TookOver)
+	m.TookOver = slices.Compact(m.TookOver)
+	if old, _, ok := e.Meta.Get(wtxn, tables.L2MemberMetaNodeIndex.Query(e.self)); ok && sameJSON(old, m) {
+		return
+	}
+	_, _, _ = e.Meta.Insert(wtxn, m)
 }

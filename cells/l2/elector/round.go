@@ -22,8 +22,7 @@ func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan s
 	cands, candWatch := e.Candidates.AllWatch(txn)
 	recs, recWatch := e.Records.PrefixWatch(txn, tables.L2LeaseNameIndex.Query(tables.L2AnnounceLeasePrefix))
 	ann, annWatch := e.Announce.AllWatch(txn)
-	_, devWatch := e.Devices.AllWatch(txn)
-	inputs := []<-chan struct{}{candWatch, recWatch, annWatch, devWatch}
+	inputs := []<-chan struct{}{candWatch, recWatch, annWatch}
 
 	v := view{self: e.self, term: e.fence.term, fresh: fresh, mayMove: mayMove, apiUp: e.apiUp(time.Now()),
 		members: map[string]member{}, groups: statedb.Collect(cands), records: map[string]holding{},
@@ -98,7 +97,7 @@ func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan s
 	return inputs
 }
 
-// apply makes l2-announce, l2-owners and the metadata match the plan.
+// apply makes l2-announce, l2-owners and l2-member-meta match the plan.
 func (e *elector) apply(v view, p plan, fresh bool) {
 	want := map[tables.L2AnnounceKey]*tables.L2AnnounceEntry{}
 	owners := make([]*tables.L2Owner, 0, len(v.groups))
@@ -133,7 +132,7 @@ func (e *elector) apply(v view, p plan, fresh bool) {
 	}
 	e.metrics.held.Set(float64(held))
 
-	wtxn := e.DB.WriteTxn(e.Announce, e.Owners, e.Health)
+	wtxn := e.DB.WriteTxn(e.Announce, e.Owners, e.Health, e.Meta)
 	for en := range e.Announce.All(wtxn) {
 		k := tables.L2AnnounceKey{IP: en.IP, NetworkInterface: en.NetworkInterface}
 		if w, ok := want[k]; ok && en.Ifindex == w.Ifindex && en.MAC == w.MAC && en.Withdrawn == w.Withdrawn && slices.Equal(en.Origins, w.Origins) {
@@ -162,23 +161,11 @@ func (e *elector) apply(v view, p plan, fresh bool) {
 		}
 	}
 	// In the same transaction as the entries: the responder never sees
-	// entries without the deadline they are answered under.
+	// entries without the deadline they are answered under, and the
+	// members cell publishes the takeovers as soon as they are answered.
 	e.writeFence(wtxn, fresh)
+	e.writeMeta(wtxn, p.took)
 	wtxn.Commit()
-
-	meta := nodeMeta{Term: e.fence.term, Devices: []string{}}
-	for d := range e.Devices.All(e.DB.ReadTxn()) {
-		if d.Selected {
-			meta.Devices = append(meta.Devices, d.Name)
-		}
-	}
-	slices.Sort(meta.Devices)
-	for g, k := range p.took {
-		meta.TookOver = append(meta.TookOver, claimKey(g, k))
-	}
-	slices.Sort(meta.TookOver)
-	meta.TookOver = slices.Compact(meta.TookOver)
-	e.members.setMeta(meta)
 }
 
 // recordAnnounced tells a group's Services, in an Event, which node now

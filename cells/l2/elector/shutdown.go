@@ -9,17 +9,19 @@ import (
 	"github.com/heraldlb/herald/tables"
 )
 
-// shutdown stops answering and then leaves the member cluster: the peers
-// take this node's groups over as soon as they learn it left, so it must
-// be silent by then.
+// shutdown stops answering, and says so in l2-member-meta (Silent): the
+// members cell, which stops after the elector (cells/l2), then leaves
+// the member cluster, and the peers take this node's groups over as soon
+// as they learn it left, so it must be silent by then.
 //
 // Silent is proven one of two ways. Every entry is marked withdrawn, and
-// when the responder reports them all out of its maps (as for a
-// handover) the node leaves at once: a `kubectl delete pod` or rolling
-// upgrade costs the time the leave takes to reach the peers, not the
-// rest of the fence. When the responder does not confirm (it stopped
-// first, or fails), the node waits until the deadline it last published
-// has passed, after which the program answers nothing on its own.
+// when the responder (which stops after both) reports them all out of
+// its maps (as for a handover) the node leaves at once: a `kubectl
+// delete pod` or rolling upgrade costs the time the leave takes to reach
+// the peers, not the rest of the fence. When the responder does not
+// confirm (it stopped first, or fails), the node waits until the deadline
+// it last published has passed, after which the program answers nothing
+// on its own.
 func (e *elector) shutdown() {
 	wtxn := e.DB.WriteTxn(e.Announce, e.Health)
 	withdrawAll(wtxn, e.Announce)
@@ -32,11 +34,22 @@ func (e *elector) shutdown() {
 		how = "the responder's deadline passed"
 		time.Sleep(time.Until(e.fence.until))
 	}
-	wtxn = e.DB.WriteTxn(e.Announce)
+	wtxn = e.DB.WriteTxn(e.Announce, e.Meta)
 	_ = e.Announce.DeleteAll(wtxn)
+	markSilent(wtxn, e.Meta, e.self, how)
 	wtxn.Commit()
-	e.members.stop()
-	e.Log.Info("Left the member cluster", "silent-because", how)
+}
+
+// markSilent tells the members cell that this node answers for nothing
+// any more, and how that is known: it may leave the members now.
+func markSilent(wtxn statedb.WriteTxn, meta statedb.RWTable[*tables.L2MemberMeta], self, how string) {
+	m := &tables.L2MemberMeta{Node: self}
+	if old, _, ok := meta.Get(wtxn, tables.L2MemberMetaNodeIndex.Query(self)); ok {
+		c := *old
+		m = &c
+	}
+	m.Silent = how
+	_, _, _ = meta.Insert(wtxn, m)
 }
 
 // withdrawAll marks every entry withdrawn, for the responder to take out

@@ -62,3 +62,9 @@ func (c L2Leases) Validate() error {
 	}
 	return nil
 }
+
+// EchoInterval is how often, in the members election, a node asks a peer
+// to confirm it (cells/l2/members), and so how often the elector
+// (cells/l2/elector) judges its standing again when nothing else wakes it:
+// a confirmation lapses between two echoes at the earliest.
+const EchoInterval = 50 * time.Millisecond

@@ -37,6 +37,10 @@ var printers = map[string]tablePrinter{
 	tables.L2OwnersTableName:       printTable[*tables.L2Owner](tables.L2OwnersTableName),
 	tables.L2LeasesTableName:       printTable[*tables.L2Lease](tables.L2LeasesTableName),
 	tables.L2PolicyStatusTableName: printTable[*tables.L2PolicyStatus](tables.L2PolicyStatusTableName),
+
+	// Between the members election's two cells.
+	tables.L2MemberConfirmationTableName: printTable[*tables.L2MemberConfirmation](tables.L2MemberConfirmationTableName),
+	tables.L2MemberMetaTableName:         printTable[*tables.L2MemberMeta](tables.L2MemberMetaTableName),
 	// Multi-pool IPAM.
 	tables.PodIPPoolsTableName:       printTable[*tables.PodIPPool](tables.PodIPPoolsTableName),
 	tables.CiliumNodesTableName:      printTable[*tables.CiliumNode](tables.CiliumNodesTableName),

@@ -1,14 +1,12 @@
-package elector
+package members
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log"
 	"log/slog"
-	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -57,23 +56,22 @@ const (
 	minSuspicion   = suspicionMult * probeInterval
 	confirmWindow  = minSuspicion
 	// echoInterval: how often this node asks a peer to confirm it; a few
-	// lost packets in a row stay within confirmWindow.
-	echoInterval = 50 * time.Millisecond
+	// lost packets in a row stay within confirmWindow. The elector judges
+	// its standing as often.
+	echoInterval = l2config.EchoInterval
 	// joinInterval: how often nodes not in the cluster are asked to join.
 	joinInterval = time.Second
 )
 
 // nodeMeta is what each member publishes to the others (memberlist node
-// metadata, at most memberlist.MetaMaxSize bytes).
+// metadata, at most memberlist.MetaMaxSize bytes): the elector's term and
+// unrecorded takeovers (table l2-member-meta), and the node's selected
+// devices (table devices).
 type nodeMeta struct {
 	Term     string   `json:"t"`
 	Devices  []string `json:"d,omitempty"`
 	TookOver []string `json:"o,omitempty"`
 }
-
-// tookMany replaces the list of unrecorded takeovers when it does not fit
-// into the metadata: the peers then take nothing from dead holders' terms.
-const tookMany = "*"
 
 // members runs this node's memberlist: the failure detector, the
 // metadata, and the echoes that confirm this node is alive in its peers'
@@ -90,7 +88,9 @@ type members struct {
 	sent     map[uint64]time.Time
 	echoedAt time.Time // send time of the latest answered echo request
 	version  uint64    // counts changes of states
-	changed  chan struct{}
+	// changed wakes the loop that copies states and echoedAt into the
+	// tables.
+	changed chan struct{}
 }
 
 func newMembers(log *slog.Logger, self string) *members {
@@ -168,50 +168,6 @@ func (m *members) join(addrs []string) {
 	}
 }
 
-// echo asks the next peer to confirm that this node is a member in its
-// view. Peers are taken in turn: with k peers each is asked every k
-// intervals, and one answer per confirmWindow is enough.
-func (m *members) echo(turn int) {
-	ml := m.ml.Load()
-	if ml == nil {
-		return
-	}
-	var peers []*memberlist.Node
-	for _, n := range ml.Members() {
-		if n.Name != m.self {
-			peers = append(peers, n)
-		}
-	}
-	if len(peers) == 0 {
-		return
-	}
-	slices.SortFunc(peers, func(a, b *memberlist.Node) int { return strings.Compare(a.Name, b.Name) })
-	peer := peers[turn%len(peers)]
-	m.mu.Lock()
-	m.seq++
-	seq := m.seq
-	// The send time is taken before the send: a pause after it only makes
-	// the confirmation older, never younger.
-	m.sent[seq] = time.Now()
-	for s, at := range m.sent {
-		if time.Since(at) > confirmWindow {
-			delete(m.sent, s)
-		}
-	}
-	m.mu.Unlock()
-	_ = ml.SendBestEffort(peer, echoMessage(echoRequest, seq, m.self))
-}
-
-// confirmedUntil is until when the peers' answers let this node answer.
-func (m *members) confirmedUntil() time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.echoedAt.IsZero() {
-		return time.Time{}
-	}
-	return m.echoedAt.Add(confirmWindow)
-}
-
 // snapshot returns the members as rows, and a version that changes with
 // them.
 func (m *members) snapshot() ([]*tables.L2Member, uint64) {
@@ -232,63 +188,6 @@ func (m *members) wake() {
 	}
 }
 
-// Echo messages: a request carries a sequence number and the sender's
-// name; a peer answers only if the sender is a member in its view (not
-// dead, not left), so an answer means "not declared dead by me", not just
-// "reachable". It cannot mean "not suspected by me": see confirmWindow.
-const (
-	echoRequest byte = 1
-	echoReply   byte = 2
-)
-
-func echoMessage(kind byte, seq uint64, from string) []byte {
-	b := make([]byte, 9, 9+len(from))
-	b[0] = kind
-	binary.BigEndian.PutUint64(b[1:], seq)
-	return append(b, from...)
-}
-
-// NotifyMsg handles echo messages (memberlist.Delegate).
-func (m *members) NotifyMsg(b []byte) {
-	if len(b) < 9 {
-		return
-	}
-	seq, from := binary.BigEndian.Uint64(b[1:9]), string(b[9:])
-	switch b[0] {
-	case echoRequest:
-		ml := m.ml.Load()
-		if ml == nil {
-			return
-		}
-		if n := memberNamed(ml.Members(), from); n != nil {
-			_ = ml.SendBestEffort(n, echoMessage(echoReply, seq, m.self))
-		}
-	case echoReply:
-		m.mu.Lock()
-		at, ok := m.sent[seq]
-		delete(m.sent, seq)
-		if ok && at.After(m.echoedAt) {
-			m.echoedAt = at
-		}
-		m.mu.Unlock()
-		if ok {
-			m.wake()
-		}
-	}
-}
-
-// memberNamed returns the member called name, or nil. memberlist's
-// Members() leaves out the nodes it holds dead or left and lists the ones
-// it suspects, all with State StateAlive (the field is not kept current).
-func memberNamed(members []*memberlist.Node, name string) *memberlist.Node {
-	for _, n := range members {
-		if n.Name == name {
-			return n
-		}
-	}
-	return nil
-}
-
 // NodeMeta returns this node's metadata (memberlist.Delegate).
 func (m *members) NodeMeta(limit int) []byte {
 	m.mu.Lock()
@@ -296,7 +195,7 @@ func (m *members) NodeMeta(limit int) []byte {
 	m.mu.Unlock()
 	b, _ := json.Marshal(meta)
 	if len(b) > limit {
-		meta.TookOver = []string{tookMany}
+		meta.TookOver = []string{tables.L2TookMany}
 		b, _ = json.Marshal(meta)
 	}
 	if len(b) > limit {
@@ -349,15 +248,3 @@ func (w slogWriter) Write(b []byte) (int, error) {
 }
 
 var _ io.Writer = slogWriter{}
-
-// peerAddrs are the member addresses of the nodes not in the cluster.
-func peerAddrs(nodes []*tables.Node, live map[string]bool, self string, port int) []string {
-	var out []string
-	for _, n := range nodes {
-		if n.Name == self || live[n.Name] || len(n.InternalIPs) == 0 {
-			continue
-		}
-		out = append(out, net.JoinHostPort(n.InternalIPs[0].String(), fmt.Sprint(port)))
-	}
-	return out
-}

@@ -1,4 +1,4 @@
-package elector
+package members
 
 import (
 	"fmt"

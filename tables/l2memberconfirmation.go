@@ -1,0 +1,59 @@
+package tables
+
+import (
+	"time"
+
+	"github.com/cilium/statedb"
+	"github.com/cilium/statedb/index"
+)
+
+// The two one-row tables between the members election's two cells: the
+// members cell (cells/l2/members: the member protocol) tells the elector
+// (cells/l2/elector) until when the peers confirm this node, and the
+// elector tells the members cell what to publish to the peers. Both are
+// apart from l2-members on purpose: l2-candidates is derived from
+// l2-members (the peers' devices) and runs again on every change of it,
+// and the confirmation moves with every answered echo (about 20 times a
+// second).
+
+// L2MemberConfirmationTableName is the one-row table saying until when
+// this node's peers confirm it.
+const L2MemberConfirmationTableName = "l2-member-confirmation"
+
+// L2MemberConfirmation is until when the peers' answers to this node's
+// echo requests let it answer: the time the latest answered request was
+// *sent*, plus the window a confirmation opens. It only ever moves
+// forward, so a reader that sees an older row sees an earlier deadline:
+// a stale read is never later than the truth.
+type L2MemberConfirmation struct {
+	Node           string    `json:"node"`
+	ConfirmedUntil time.Time `json:"confirmedUntil"`
+}
+
+func (c *L2MemberConfirmation) TableHeader() []string {
+	return []string{"Node", "ConfirmedUntil"}
+}
+
+func (c *L2MemberConfirmation) TableRow() []string {
+	until := "-"
+	if !c.ConfirmedUntil.IsZero() {
+		until = c.ConfirmedUntil.UTC().Format(time.RFC3339Nano)
+	}
+	return []string{c.Node, until}
+}
+
+// L2MemberConfirmationNodeIndex is the primary index.
+var L2MemberConfirmationNodeIndex = statedb.Index[*L2MemberConfirmation, string]{
+	Name: "node",
+	FromObject: func(c *L2MemberConfirmation) index.KeySet {
+		return index.NewKeySet(index.String(c.Node))
+	},
+	FromKey:    index.String,
+	FromString: index.FromString,
+	Unique:     true,
+}
+
+// NewL2MemberConfirmationTable creates the l2-member-confirmation table.
+func NewL2MemberConfirmationTable(db *statedb.DB) (statedb.RWTable[*L2MemberConfirmation], error) {
+	return statedb.NewTable(db, L2MemberConfirmationTableName, L2MemberConfirmationNodeIndex)
+}
