@@ -1,0 +1,221 @@
+package elector
+
+import (
+	"log/slog"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/statedb"
+	"github.com/cilium/statedb/reconciler"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+// testElector is an elector of node1 on fresh tables, with the tables the
+// members cell writes.
+type testElector struct {
+	*elector
+	members      statedb.RWTable[*tables.L2Member]
+	confirmation statedb.RWTable[*tables.L2MemberConfirmation]
+}
+
+func newTestElector(t *testing.T) testElector {
+	t.Helper()
+	db := statedb.New()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	cands, err := tables.NewL2CandidatesTable(db)
+	must(err)
+	records, err := tables.NewL2LeasesTable(db)
+	must(err)
+	leadership, err := tables.NewLeadershipTable(db)
+	must(err)
+	announce, err := tables.NewL2AnnounceTable(db)
+	must(err)
+	health, err := tables.NewL2LeaseHealthTable(db)
+	must(err)
+	owners, err := tables.NewL2OwnersTable(db)
+	must(err)
+	meta, err := tables.NewL2MemberMetaTable(db)
+	must(err)
+	members, err := tables.NewL2MembersTable(db)
+	must(err)
+	conf, err := tables.NewL2MemberConfirmationTable(db)
+	must(err)
+	p := params{Log: slog.New(slog.DiscardHandler), DB: db, Candidates: cands, Records: records, Leadership: leadership,
+		Announce: announce, Health: health, Owners: owners, Meta: meta, Members: members, Confirmation: conf,
+		Events: record.NewFakeRecorder(100)}
+	e := &elector{params: p, self: "node1", timings: tables.LeaseTimings{Duration: 15 * time.Second, RenewDeadline: 5 * time.Second, RetryPeriod: 2 * time.Second},
+		fence: fence{newTerm: func() string { return "t1" }},
+		seen:  map[string]seenLease{}, records: map[string]seenRecord{}, took: map[string]string{}, inflight: map[string]bool{},
+		overlay: map[string]overlay{}, announced: map[string]bool{},
+		results: make(chan writeResult, 64), writing: make(chan struct{}, maxWritesInFlight),
+		metrics: newElectorMetrics("node1"),
+	}
+	return testElector{e, members, conf}
+}
+
+func (te testElector) write(rows ...any) {
+	wtxn := te.DB.WriteTxn(te.members, te.confirmation)
+	for _, r := range rows {
+		switch r := r.(type) {
+		case *tables.L2Member:
+			_, _, _ = te.members.Insert(wtxn, r)
+		case *tables.L2MemberConfirmation:
+			_, _, _ = te.confirmation.Insert(wtxn, r)
+		}
+	}
+	wtxn.Commit()
+}
+
+type nopHealth struct{}
+
+func (nopHealth) OK(string)                   {}
+func (nopHealth) Stopped(string)              {}
+func (nopHealth) Degraded(string, error)      {}
+func (nopHealth) NewScope(string) cell.Health { return nopHealth{} }
+func (nopHealth) Close()                      {}
+
+// A turn takes the peers' confirmation from l2-member-confirmation and
+// the members from l2-members: three of three alive and a confirmation
+// give a term, answered until the confirmation's deadline, which the
+// responder reads in l2-lease-health and the peers learn through
+// l2-member-meta; the watches it returns close when the members cell
+// writes again.
+func TestTurnReadsTheMembersCell(t *testing.T) {
+	te := newTestElector(t)
+	now := time.Now()
+	alive := func(n string) *tables.L2Member {
+		return &tables.L2Member{Node: n, State: tables.MemberAlive, Since: now.Add(-time.Minute), Self: n == "node1"}
+	}
+	until := now.Add(200 * time.Millisecond)
+	te.write(alive("node1"), alive("node2"), alive("node3"), &tables.L2MemberConfirmation{Node: "node1", ConfirmedUntil: until})
+
+	var last lastTurn
+	w := te.turn(now, &last, nopHealth{})
+	txn := te.DB.ReadTxn()
+	h, _, ok := te.Health.Get(txn, tables.L2LeaseHealthNodeIndex.Query("node1"))
+	if !ok || !h.FreshUntil.Equal(until) {
+		t.Fatalf("l2-lease-health: %+v, want fresh until the confirmation's %s", h, until)
+	}
+	if m, _, ok := te.Meta.Get(txn, tables.L2MemberMetaNodeIndex.Query("node1")); !ok || m.Term != "t1" || m.Silent != "" {
+		t.Fatalf("l2-member-meta: %+v, want term t1", m)
+	}
+	if !last.fresh || last.term != "t1" {
+		t.Fatalf("after the turn: %+v", last)
+	}
+
+	// A later confirmation closes the confirmation's watch and extends
+	// the deadline, without touching the members' watch.
+	later := until.Add(50 * time.Millisecond)
+	te.write(&tables.L2MemberConfirmation{Node: "node1", ConfirmedUntil: later})
+	select {
+	case <-w.confirmation:
+	default:
+		t.Fatal("the confirmation's watch did not close")
+	}
+	select {
+	case <-w.members:
+		t.Fatal("the members' watch closed on a confirmation")
+	default:
+	}
+	w = te.turn(now.Add(10*time.Millisecond), &last, nopHealth{})
+	if h, _, _ := te.Health.Get(te.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query("node1")); !h.FreshUntil.Equal(later) {
+		t.Fatalf("fresh until %s after a later confirmation, want %s", h.FreshUntil, later)
+	}
+
+	// The others dead, and no node Lease of this one: a confirmation
+	// extends nothing any more.
+	dead := func(n string) *tables.L2Member {
+		return &tables.L2Member{Node: n, State: tables.MemberDead, Since: now}
+	}
+	te.write(dead("node2"), dead("node3"), &tables.L2MemberConfirmation{Node: "node1", ConfirmedUntil: later.Add(time.Second)})
+	select {
+	case <-w.members:
+	default:
+		t.Fatal("the members' watch did not close")
+	}
+	te.turn(now.Add(20*time.Millisecond), &last, nopHealth{})
+	if h, _, _ := te.Health.Get(te.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query("node1")); !h.FreshUntil.Equal(later) {
+		t.Fatalf("fresh until %s with the others dead, want still %s", h.FreshUntil, later)
+	}
+}
+
+// Without a confirmation row (no echo answered yet) a node of three does
+// not answer.
+func TestTurnWithoutConfirmation(t *testing.T) {
+	te := newTestElector(t)
+	now := time.Now()
+	for _, n := range []string{"node1", "node2", "node3"} {
+		te.write(&tables.L2Member{Node: n, State: tables.MemberAlive, Since: now, Self: n == "node1"})
+	}
+	var last lastTurn
+	te.turn(now, &last, nopHealth{})
+	if last.fresh || last.term != "" {
+		t.Fatalf("no confirmation, yet %+v", last)
+	}
+	if h, _, ok := te.Health.Get(te.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query("node1")); !ok || !h.FreshUntil.IsZero() {
+		t.Fatalf("l2-lease-health: %+v, want no deadline", h)
+	}
+}
+
+// A stopping elector says the node is silent (for the members cell to
+// leave) only once the responder confirmed every entry out, or its
+// deadline passed; the term and takeovers it published stay.
+func TestShutdownSaysSilent(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		confirm bool
+		want    string
+	}{
+		{"the responder confirms", true, "the responder withdrew every entry"},
+		{"the responder does not", false, "the responder's deadline passed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			te := newTestElector(t)
+			te.fence.until = time.Now().Add(300 * time.Millisecond)
+			en := &tables.L2AnnounceEntry{IP: netip.MustParseAddr("198.18.0.1"), NetworkInterface: "eth0", Status: reconciler.StatusDone()}
+			wtxn := te.DB.WriteTxn(te.Announce, te.Meta)
+			_, _, _ = te.Announce.Insert(wtxn, en)
+			_, _, _ = te.Meta.Insert(wtxn, &tables.L2MemberMeta{Node: "node1", Term: "t1", TookOver: []string{"node2/t2#00000001"}})
+			wtxn.Commit()
+
+			done := make(chan struct{})
+			go func() {
+				te.shutdown()
+				close(done)
+			}()
+			// Not silent while the entry is in the responder's maps.
+			time.Sleep(100 * time.Millisecond)
+			if m, _, _ := te.Meta.Get(te.DB.ReadTxn(), tables.L2MemberMetaNodeIndex.Query("node1")); m.Silent != "" {
+				t.Fatalf("silent (%q) before the responder confirmed and before the deadline", m.Silent)
+			}
+			if tc.confirm {
+				wtxn := te.DB.WriteTxn(te.Announce)
+				w := en.Clone()
+				w.Withdrawn, w.Status = true, reconciler.StatusDone()
+				_, _, _ = te.Announce.Insert(wtxn, w)
+				wtxn.Commit()
+			}
+			<-done
+			if !tc.confirm && time.Now().Before(te.fence.until) {
+				t.Fatal("stopped before the deadline without the responder's confirmation")
+			}
+			txn := te.DB.ReadTxn()
+			m, _, _ := te.Meta.Get(txn, tables.L2MemberMetaNodeIndex.Query("node1"))
+			if m.Silent != tc.want || m.Term != "t1" || len(m.TookOver) != 1 {
+				t.Fatalf("l2-member-meta after shutdown: %+v, want silent because %q, term and takeovers kept", m, tc.want)
+			}
+			if n := te.Announce.NumObjects(txn); n != 0 {
+				t.Fatalf("%d entries left", n)
+			}
+		})
+	}
+}
