@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/cilium/hive/cell"
 	"github.com/spf13/cobra"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
+	"github.com/heraldlb/herald/cells/ground/dbgshell"
 )
 
 // NewAgentCommand returns the herald-agent command line.
@@ -24,18 +27,15 @@ func NewAgentCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := refuseLibraryFlags(cmd.Flags()); err != nil {
+				return err
+			}
 			if configDir != "" {
 				if err := ApplyConfigDir(cmd.Flags(), configDir); err != nil {
 					return err
 				}
 			}
-			values := map[string]string{}
-			cmd.Flags().VisitAll(func(f *pflag.Flag) {
-				if f.Name != "help" {
-					values[f.Name] = f.Value.String()
-				}
-			})
-			effective.Set(values)
+			effective.Set(optionValues(cmd.Flags()))
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("log-level: %w", err)
@@ -51,6 +51,39 @@ func NewAgentCommand() *cobra.Command {
 	cmd.Flags().StringVar(&configDir, "config-dir", "", "Directory with one file per option (a mounted ConfigMap); command-line flags take precedence")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "Log level: debug, info, warn or error")
 	h.RegisterFlags(cmd.Flags())
+	// Flags a library cell registers that are no Herald option (hive's
+	// shell's socket, which is dbg-socket): not in --help, refused on the
+	// command line and in the ConfigMap, not in herald-dbg config.
+	for _, name := range dbgshell.LibraryFlags {
+		_ = cmd.Flags().MarkHidden(name)
+	}
 	cmd.AddCommand(h.Command())
 	return cmd
+}
+
+// optionValues returns the value of every option, by flag name: every flag
+// but help and the library flags that are no option.
+func optionValues(flags *pflag.FlagSet) map[string]string {
+	values := map[string]string{}
+	flags.VisitAll(func(f *pflag.Flag) {
+		if f.Name != "help" && !slices.Contains(dbgshell.LibraryFlags, f.Name) {
+			values[f.Name] = f.Value.String()
+		}
+	})
+	return values
+}
+
+// refuseLibraryFlags fails when a library flag that is no option was given,
+// on the command line or in the environment: it would do nothing.
+func refuseLibraryFlags(flags *pflag.FlagSet) error {
+	for _, name := range dbgshell.LibraryFlags {
+		if flags.Changed(name) {
+			return fmt.Errorf("unknown flag: --%s", name)
+		}
+		env := EnvPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		if _, ok := os.LookupEnv(env); ok {
+			return fmt.Errorf("unknown option %s", env)
+		}
+	}
+	return nil
 }

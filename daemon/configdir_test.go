@@ -23,6 +23,7 @@ func TestApplyConfigDir(t *testing.T) {
 		{name: "configmap internals skipped", files: map[string]string{"..data": "x", "k8s-client-qps": "9"}, wantQPS: "9"},
 		{name: "unknown key", files: map[string]string{"enable-foo": "true"}, wantErr: `unknown key "enable-foo"`},
 		{name: "bad value", files: map[string]string{"k8s-client-qps": "fast"}, wantErr: `key "k8s-client-qps"`},
+		{name: "library flag", files: map[string]string{"shell-sock-path": "/run/x.sock"}, wantErr: `unknown key "shell-sock-path"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -35,6 +36,7 @@ func TestApplyConfigDir(t *testing.T) {
 			fs := pflag.NewFlagSet("", pflag.ContinueOnError)
 			fs.Float32("k8s-client-qps", 5, "")
 			fs.String("config-dir", "", "")
+			fs.String("shell-sock-path", "", "") // hive's shell's, no option
 			if err := fs.Parse(tt.args); err != nil {
 				t.Fatal(err)
 			}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/heraldlb/herald/cells/bgp"
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
-	"github.com/heraldlb/herald/cells/ground/dbgapi"
+	"github.com/heraldlb/herald/cells/ground/dbgshell"
 	"github.com/heraldlb/herald/cells/ground/devices"
 	"github.com/heraldlb/herald/cells/ground/election"
 	"github.com/heraldlb/herald/cells/ground/health"
@@ -46,8 +46,8 @@ var Cells = []cell.Cell{
 	// netlink → table devices (only with L2 announcements or L2 pod
 	// announcements on).
 	devices.Cell,
-	// Tables and configuration → herald-dbg over a unix socket.
-	dbgapi.Cell,
+	// Every table and the configuration → herald-dbg (hive's shell, unix socket).
+	dbgshell.Cell,
 
 	// The features.
 	// LB IPAM: LoadBalancer IPs from the pools into the Services' status.
@@ -64,10 +64,14 @@ var Cells = []cell.Cell{
 	health.Started,
 }
 
+// EnvPrefix starts the environment variable of each option:
+// HERALD_ENABLE_IPV6 for enable-ipv6.
+const EnvPrefix = "HERALD_"
+
 // New returns the agent's hive.
 func New(extra ...cell.Cell) *hive.Hive {
 	return hive.NewWithOptions(hive.Options{
-		EnvPrefix: "HERALD_",
+		EnvPrefix: EnvPrefix,
 		// Without timeouts every stop hook is skipped: Leases would not be
 		// released and queued Events would be lost.
 		StartTimeout: 5 * time.Minute,

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -24,7 +22,7 @@ func configCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 1, ' ', 0)
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 1, ' ', 0)
 			for _, name := range agentconfig.SortedNames(values) {
 				key := agentconfig.DisplayName(name)
 				if flagNames {
@@ -41,18 +39,12 @@ func configCmd() *cobra.Command {
 
 // fetchConfig reads the agent's effective configuration, by flag name.
 func fetchConfig(ctx context.Context) (map[string]string, error) {
-	client := &http.Client{Transport: agentTransport()}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://herald-agent/config", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
+	out, err := agentExec(ctx, "herald/config")
 	if err != nil {
 		return nil, fmt.Errorf("reading the configuration from the agent at %s: %w", socket, err)
 	}
-	defer resp.Body.Close()
 	var values map[string]string
-	if err := json.NewDecoder(resp.Body).Decode(&values); err != nil {
+	if err := json.Unmarshal(out, &values); err != nil {
 		return nil, err
 	}
 	return values, nil

@@ -2,11 +2,7 @@
 package cmd
 
 import (
-	"context"
 	"fmt"
-	"net"
-	"net/http"
-	"net/url"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
@@ -14,7 +10,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
-	"github.com/heraldlb/herald/cells/ground/dbgapi"
+	"github.com/heraldlb/herald/cells/ground/dbgshell"
 )
 
 var socket, kubeconfig string
@@ -27,9 +23,9 @@ func Root() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&socket, "socket", dbgapi.DefaultSocket, "The agent's debug socket (--dbg-socket of herald-agent)")
+	root.PersistentFlags().StringVar(&socket, "socket", dbgshell.DefaultSocket, "The agent's debug socket (--dbg-socket of herald-agent)")
 	root.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig for what herald-dbg asks the API server itself (Lease holders; Pods, CiliumNodes and pools for ipam); default: the Pod's service account")
-	root.AddCommand(statedbCmd(), configCmd(), explainCmd(), poolsCmd(), bpfCmd(), ipamCmd())
+	root.AddCommand(statedbCmd(), configCmd(), explainCmd(), poolsCmd(), bpfCmd(), ipamCmd(), shellCmd())
 	return root
 }
 
@@ -56,15 +52,3 @@ func kubeClients() (kubernetes.Interface, versioned.Interface, error) {
 	}
 	return kube, herald, nil
 }
-
-// agentTransport dials the agent's unix socket whatever the URL's host.
-func agentTransport() *http.Transport {
-	return &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
-	}
-}
-
-var agentURL = &url.URL{Scheme: "http", Host: "herald-agent", Path: "/statedb"}
