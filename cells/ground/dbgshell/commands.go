@@ -43,9 +43,10 @@ func tableCmd(db *statedb.DB) script.Cmd {
 				fs.StringP("output", "o", "table", "Output format: table or json")
 			},
 			Detail: []string{
-				"table: '# ' and the header, then the rows sorted by their first column,",
-				"aligned. json: an indented array of the objects, in the order they",
-				"were last written.",
+				"As a table: '# ' and the header, then the rows",
+				"sorted by their first column, aligned.",
+				"As JSON: an indented array of the objects,",
+				"in the order they were last written.",
 			},
 			AutocompleteArgs: func(_ *script.State, before []string, cur string) []string {
 				if len(before) > 0 {
