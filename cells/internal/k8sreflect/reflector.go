@@ -51,94 +51,110 @@ func (r *reflector[K, Obj]) register(jg job.Group) {
 	wtxn := r.db.WriteTxn(r.table)
 	initDone := r.table.RegisterInitializer(wtxn, "k8s-"+r.name)
 	wtxn.Commit()
-
 	jg.Add(job.OneShot("reflect-"+r.name, func(ctx context.Context, health cell.Health) error {
-		// Health follows the connection: Degraded while lists or watches
-		// fail, OK again as soon as one succeeds, so that readiness reflects
-		// the present after an API-server outage.
-		inf := cache.NewSharedIndexInformer(&reportingListWatch{ListerWatcher: r.lw, health: health, name: r.name}, r.example, 0, cache.Indexers{})
-		_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
-			r.log.Warn("Watch failed, retrying", "kind", r.name, "error", err)
-			health.Degraded("watch "+r.name, err)
-		})
-
-		var (
-			mu      sync.Mutex
-			pending []pendingEvent[K]
-			wake    = make(chan struct{}, 1)
-		)
-		push := func(o any, deleted bool) {
-			unknownFinal := false
-			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-				o, unknownFinal = d.Obj, true
-			}
-			k, ok := o.(K)
-			if !ok {
-				return
-			}
-			mu.Lock()
-			pending = append(pending, pendingEvent[K]{k, deleted, unknownFinal})
-			mu.Unlock()
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		}
-		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { push(o, false) },
-			UpdateFunc: func(_, o any) { push(o, false) },
-			DeleteFunc: func(o any) { push(o, true) },
-		})
-		if err != nil {
-			return fmt.Errorf("%s informer: %w", r.name, err)
-		}
-		go inf.Run(ctx.Done())
-
-		flush := func() {
-			mu.Lock()
-			batch := pending
-			pending = nil
-			mu.Unlock()
-			if len(batch) == 0 {
-				return
-			}
-			wtxn := r.db.WriteTxn(r.table)
-			for _, ev := range batch {
-				obj := r.transform(ev.obj)
-				if ev.deleted {
-					_, _, _ = r.table.Delete(wtxn, obj)
-					r.tombstones.add(r.versionOf, obj, ev.unknownFinal)
-				} else {
-					_, _, _ = r.table.Insert(wtxn, obj)
-				}
-			}
-			wtxn.Commit()
-		}
-
-		synced := false
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-wake:
-			case <-tick.C:
-			}
-			flush()
-			if !synced && reg.HasSynced() {
-				// Everything the initial list delivered was pushed before
-				// HasSynced turned true; flush it, then mark initialized.
-				flush()
-				wtxn := r.db.WriteTxn(r.table)
-				initDone(wtxn)
-				wtxn.Commit()
-				synced = true
-				health.OK("watching")
-				r.log.Info("Initial sync done", "kind", r.name)
-			}
-		}
+		return r.run(ctx, health, initDone)
 	}))
+}
+
+func (r *reflector[K, Obj]) run(ctx context.Context, health cell.Health, initDone func(statedb.WriteTxn)) error {
+	// Health follows the connection: Degraded while lists or watches
+	// fail, OK again as soon as one succeeds, so that readiness reflects
+	// the present after an API-server outage.
+	inf := cache.NewSharedIndexInformer(&reportingListWatch{ListerWatcher: r.lw, health: health, name: r.name}, r.example, 0, cache.Indexers{})
+	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+		r.log.Warn("Watch failed, retrying", "kind", r.name, "error", err)
+		health.Degraded("watch "+r.name, err)
+	})
+	q := newEventQueue[K]()
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { q.push(o, false) },
+		UpdateFunc: func(_, o any) { q.push(o, false) },
+		DeleteFunc: func(o any) { q.push(o, true) },
+	})
+	if err != nil {
+		return fmt.Errorf("%s informer: %w", r.name, err)
+	}
+	go inf.Run(ctx.Done())
+
+	synced := false
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-q.wake:
+		case <-tick.C:
+		}
+		r.write(q.take())
+		if !synced && reg.HasSynced() {
+			// Everything the initial list delivered was pushed before
+			// HasSynced turned true; write it, then mark initialized.
+			r.write(q.take())
+			wtxn := r.db.WriteTxn(r.table)
+			initDone(wtxn)
+			wtxn.Commit()
+			synced = true
+			health.OK("watching")
+			r.log.Info("Initial sync done", "kind", r.name)
+		}
+	}
+}
+
+// write applies a batch of events in one transaction.
+func (r *reflector[K, Obj]) write(batch []pendingEvent[K]) {
+	if len(batch) == 0 {
+		return
+	}
+	wtxn := r.db.WriteTxn(r.table)
+	for _, ev := range batch {
+		obj := r.transform(ev.obj)
+		if ev.deleted {
+			_, _, _ = r.table.Delete(wtxn, obj)
+			r.tombstones.add(r.versionOf, obj, ev.unknownFinal)
+		} else {
+			_, _, _ = r.table.Insert(wtxn, obj)
+		}
+	}
+	wtxn.Commit()
+}
+
+// eventQueue collects the informer's events until the reflector writes
+// them: the informer's handler must not wait for a write transaction.
+type eventQueue[K any] struct {
+	mu      sync.Mutex
+	pending []pendingEvent[K]
+	wake    chan struct{}
+}
+
+func newEventQueue[K any]() *eventQueue[K] {
+	return &eventQueue[K]{wake: make(chan struct{}, 1)}
+}
+
+func (q *eventQueue[K]) push(o any, deleted bool) {
+	unknownFinal := false
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o, unknownFinal = d.Obj, true
+	}
+	k, ok := o.(K)
+	if !ok {
+		return
+	}
+	q.mu.Lock()
+	q.pending = append(q.pending, pendingEvent[K]{k, deleted, unknownFinal})
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *eventQueue[K]) take() []pendingEvent[K] {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	batch := q.pending
+	q.pending = nil
+	return batch
 }
 
 // catchUp waits until the table holds at least what a fresh list of the

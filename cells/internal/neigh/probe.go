@@ -42,54 +42,83 @@ func Probe(ifindex int, self net.HardwareAddr, ips []netip.Addr, wait time.Durat
 			v6 = append(v6, ip)
 		}
 	}
-	found := map[netip.Addr]net.HardwareAddr{}
 	deadline := time.Now().Add(wait)
-	var conns []*packet.Conn
+	var ls []listener
 	defer func() {
-		for _, c := range conns {
-			_ = c.Close()
+		for _, l := range ls {
+			_ = l.conn.Close()
 		}
 	}()
-	type listener struct {
-		conn  *packet.Conn
-		parse func([]byte) (netip.Addr, net.HardwareAddr, bool)
-	}
-	var ls []listener
 	if len(v4) > 0 {
-		c, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_ARP, nil)
+		l, err := sendARPProbes(ifi, self, v4)
 		if err != nil {
-			return nil, fmt.Errorf("ARP socket on %s: %w", ifi.Name, err)
+			return nil, err
 		}
-		conns = append(conns, c)
-		for _, ip := range v4 {
-			if _, err := c.WriteTo(arpProbe(self, ip), &packet.Addr{HardwareAddr: ethernet.Broadcast}); err != nil {
-				return nil, fmt.Errorf("ARP probe for %s on %s: %w", ip, ifi.Name, err)
-			}
-		}
-		ls = append(ls, listener{c, parseARPSender})
+		ls = append(ls, l)
 	}
 	if len(v6) > 0 {
-		c, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_IPV6, nil)
+		l, err := sendSolicitations(ifi, self, v6)
 		if err != nil {
-			return nil, fmt.Errorf("IPv6 socket on %s: %w", ifi.Name, err)
+			return nil, err
 		}
-		conns = append(conns, c)
-		for _, ip := range v6 {
-			frame, dst, err := dadSolicitation(self, ip)
-			if err != nil {
-				return nil, err
-			}
-			if _, err := c.WriteTo(frame, &packet.Addr{HardwareAddr: dst}); err != nil {
-				return nil, fmt.Errorf("duplicate address detection for %s on %s: %w", ip, ifi.Name, err)
-			}
-		}
-		ls = append(ls, listener{c, parseAdvertisement})
+		ls = append(ls, l)
 	}
-	errs := make(chan error, len(ls))
+	return listen(ls, self, ips, deadline)
+}
+
+// listener is a socket the probes went out on, and how to read who speaks
+// for an address in what comes back.
+type listener struct {
+	conn  *packet.Conn
+	parse func([]byte) (netip.Addr, net.HardwareAddr, bool)
+}
+
+// sendARPProbes sends an ARP probe for each IPv4 address.
+func sendARPProbes(ifi *net.Interface, self net.HardwareAddr, v4 []netip.Addr) (listener, error) {
+	c, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_ARP, nil)
+	if err != nil {
+		return listener{}, fmt.Errorf("ARP socket on %s: %w", ifi.Name, err)
+	}
+	for _, ip := range v4 {
+		if _, err := c.WriteTo(arpProbe(self, ip), &packet.Addr{HardwareAddr: ethernet.Broadcast}); err != nil {
+			_ = c.Close()
+			return listener{}, fmt.Errorf("ARP probe for %s on %s: %w", ip, ifi.Name, err)
+		}
+	}
+	return listener{c, parseARPSender}, nil
+}
+
+// sendSolicitations sends a duplicate address detection solicitation for
+// each IPv6 address.
+func sendSolicitations(ifi *net.Interface, self net.HardwareAddr, v6 []netip.Addr) (listener, error) {
+	c, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_IPV6, nil)
+	if err != nil {
+		return listener{}, fmt.Errorf("IPv6 socket on %s: %w", ifi.Name, err)
+	}
+	for _, ip := range v6 {
+		frame, dst, err := dadSolicitation(self, ip)
+		if err == nil {
+			_, err = c.WriteTo(frame, &packet.Addr{HardwareAddr: dst})
+			if err != nil {
+				err = fmt.Errorf("duplicate address detection for %s on %s: %w", ip, ifi.Name, err)
+			}
+		}
+		if err != nil {
+			_ = c.Close()
+			return listener{}, err
+		}
+	}
+	return listener{c, parseAdvertisement}, nil
+}
+
+// listen reads every listener until deadline and returns, by address, the
+// MAC of a host other than self that spoke for one of ips.
+func listen(ls []listener, self net.HardwareAddr, ips []netip.Addr, deadline time.Time) (map[netip.Addr]net.HardwareAddr, error) {
 	type hit struct {
 		ip  netip.Addr
 		mac net.HardwareAddr
 	}
+	errs := make(chan error, len(ls))
 	hits := make(chan hit, 64)
 	for _, l := range ls {
 		go func() {
@@ -110,6 +139,7 @@ func Probe(ifindex int, self net.HardwareAddr, ips []netip.Addr, wait time.Durat
 			}
 		}()
 	}
+	found := map[netip.Addr]net.HardwareAddr{}
 	var firstErr error
 	for pending := len(ls); pending > 0; {
 		select {
