@@ -137,6 +137,29 @@ func (s *speaker) setPeers(ctx context.Context, want []tables.BGPPeer) error {
 // that remain configured after this round; the addresses of peers that
 // must be soft-reset to hear of the change are added to resetOut.
 func (s *speaker) setPrefix(ctx context.Context, p netip.Prefix, routes []*tables.BGPRoute, staying map[string]bool, resetOut map[netip.Addr]bool) error {
+	want, attrs := exportsOf(p, routes)
+	cur := s.prefixes[p]
+	if cur != nil && maps.Equal(cur.to, want) {
+		return nil
+	}
+	if mustWithdraw(cur, want, staying) {
+		if err := s.withdraw(ctx, p, cur); err != nil {
+			return err
+		}
+		cur = nil
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	if cur != nil {
+		return s.moveExports(ctx, p, cur, want, attrs, resetOut)
+	}
+	return s.advertise(ctx, p, want, attrs)
+}
+
+// exportsOf gives, by peer, the export (and so the policy) each route
+// puts the prefix in, and the attributes of each export.
+func exportsOf(p netip.Prefix, routes []*tables.BGPRoute) (map[string]exportKey, map[exportKey]tables.BGPAttributes) {
 	want := map[string]exportKey{}
 	attrs := map[exportKey]tables.BGPAttributes{}
 	for _, r := range routes {
@@ -144,12 +167,13 @@ func (s *speaker) setPrefix(ctx context.Context, p netip.Prefix, routes []*table
 		want[r.Peer] = k
 		attrs[k] = r.Attributes
 	}
-	cur := s.prefixes[p]
-	if cur != nil && maps.Equal(cur.to, want) {
-		return nil
-	}
-	// A peer that stays but must stop receiving the prefix: only a
-	// withdrawal from the RIB does that.
+	return want, attrs
+}
+
+// mustWithdraw tells whether the advertised prefix cur must leave the RIB:
+// no peer wants it any more, or a peer that stays must stop receiving it,
+// which only a withdrawal from the RIB does.
+func mustWithdraw(cur *advertised, want map[string]exportKey, staying map[string]bool) bool {
 	withdraw := cur != nil && len(want) == 0
 	if cur != nil {
 		for peer := range cur.to {
@@ -158,43 +182,52 @@ func (s *speaker) setPrefix(ctx context.Context, p netip.Prefix, routes []*table
 			}
 		}
 	}
-	if withdraw {
-		if err := s.srv.DeletePath(ctx, &api.DeletePathRequest{TableType: api.TableType_GLOBAL, Family: familyOf(p), Uuid: cur.uuid}); err != nil {
-			return fmt.Errorf("withdrawing %s: %w", p, err)
+	return withdraw
+}
+
+// withdraw deletes the prefix from the RIB and takes it out of the
+// policies of the peers it went to.
+func (s *speaker) withdraw(ctx context.Context, p netip.Prefix, cur *advertised) error {
+	if err := s.srv.DeletePath(ctx, &api.DeletePathRequest{TableType: api.TableType_GLOBAL, Family: familyOf(p), Uuid: cur.uuid}); err != nil {
+		return fmt.Errorf("withdrawing %s: %w", p, err)
+	}
+	for _, k := range cur.to {
+		if err := s.leavePolicy(ctx, k, p); err != nil {
+			return err
 		}
-		for _, k := range cur.to {
+	}
+	delete(s.prefixes, p)
+	return nil
+}
+
+// moveExports handles a prefix still in the RIB: move the peers whose
+// policy changes, and soft-reset those that gain the prefix or new
+// attributes.
+func (s *speaker) moveExports(ctx context.Context, p netip.Prefix, cur *advertised, want map[string]exportKey, attrs map[exportKey]tables.BGPAttributes, resetOut map[netip.Addr]bool) error {
+	for peer, k := range cur.to {
+		if w, ok := want[peer]; !ok || w != k {
 			if err := s.leavePolicy(ctx, k, p); err != nil {
 				return err
 			}
 		}
-		delete(s.prefixes, p)
-		cur = nil
 	}
-	if len(want) == 0 {
-		return nil
-	}
-	if cur != nil {
-		// Still in the RIB: move the peers whose policy changes, and
-		// soft-reset those that gain the prefix or new attributes.
-		for peer, k := range cur.to {
-			if w, ok := want[peer]; !ok || w != k {
-				if err := s.leavePolicy(ctx, k, p); err != nil {
-					return err
-				}
-			}
+	for peer, w := range want {
+		if k, ok := cur.to[peer]; ok && k == w {
+			continue
 		}
-		for peer, w := range want {
-			if k, ok := cur.to[peer]; ok && k == w {
-				continue
-			}
-			if err := s.joinPolicy(ctx, w, attrs[w], p); err != nil {
-				return err
-			}
-			resetOut[w.peer] = true
+		if err := s.joinPolicy(ctx, w, attrs[w], p); err != nil {
+			return err
 		}
-		cur.to = want
-		return nil
+		resetOut[w.peer] = true
 	}
+	cur.to = want
+	return nil
+}
+
+// advertise puts a prefix not in the RIB into the policies of the peers
+// that want it, then into the RIB. On failure the policies are left as
+// the RIB is: without it.
+func (s *speaker) advertise(ctx context.Context, p netip.Prefix, want map[string]exportKey, attrs map[exportKey]tables.BGPAttributes) error {
 	var joined []exportKey
 	for _, k := range want {
 		if err := s.joinPolicy(ctx, k, attrs[k], p); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net/netip"
 	"reflect"
@@ -91,102 +92,157 @@ func run(ctx context.Context, p params, health cell.Health) error {
 			dirty[prefixKey{ch.Object.Instance, ch.Object.Prefix}] = true
 		}
 
-		var errs []error
 		insts, instWatch := p.Instances.AllWatch(txn)
-		want := map[string]*tables.BGPInstance{}
-		for inst := range insts {
-			if inst.Error == "" {
-				want[inst.Name] = inst
-			}
-		}
-		for name, s := range speakers {
-			if w, ok := want[name]; ok && s.sameGlobal(w) {
-				continue
-			}
-			p.Log.Info("Stopping BGP instance", "instance", name)
-			s.stop(ctx, true)
-			delete(speakers, name)
-		}
-		for name, inst := range want {
-			if speakers[name] != nil {
-				continue
-			}
-			s, err := startSpeaker(ctx, inst, newGoBGPLogger(p.Log.With("instance", name)))
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			p.Log.Info("Started BGP instance", "instance", name, "asn", inst.LocalASN, "routerID", inst.RouterID, "listenPort", inst.ListenPort)
-			speakers[name] = s
-			watchPeers(ctx, s, peerEvent)
-			for r := range p.Routes.All(txn) {
-				if r.Instance == name {
-					dirty[prefixKey{name, r.Prefix}] = true
-				}
-			}
-		}
-
-		staying := map[string]map[string]bool{} // by instance: peers configured after this round
-		for name, inst := range want {
-			staying[name] = map[string]bool{}
-			for _, peer := range inst.Peers {
-				if peer.Error == "" {
-					staying[name][peer.Name] = true
-				}
-			}
-		}
-		resetOut := map[string]map[netip.Addr]bool{}
-		for k := range dirty {
-			s := speakers[k.instance]
-			if s == nil {
-				continue // not running: its routes wait for it
-			}
-			if resetOut[k.instance] == nil {
-				resetOut[k.instance] = map[netip.Addr]bool{}
-			}
-			routes := statedb.Collect(p.Routes.List(txn, tables.BGPRoutePrefixIndex.Query(k.instance+"/"+k.prefix.String())))
-			if err := s.setPrefix(ctx, k.prefix, routes, staying[k.instance], resetOut[k.instance]); err != nil {
-				errs = append(errs, fmt.Errorf("instance %q: %w", k.instance, err))
-				retry[k] = true
-			}
-		}
-		for name, s := range speakers {
-			if err := s.setPeers(ctx, want[name].Peers); err != nil {
-				errs = append(errs, fmt.Errorf("instance %q: %w", name, err))
-			}
-			if err := s.softResetOut(ctx, resetOut[name]); err != nil {
-				errs = append(errs, fmt.Errorf("instance %q: %w", name, err))
-			}
-		}
+		want := runnableInstances(insts)
+		errs := reconcileSpeakers(ctx, p, txn, speakers, want, dirty, peerEvent)
+		prefixErrs, resetOut := applyPrefixes(ctx, p, txn, speakers, configuredPeers(want), dirty, retry)
+		errs = append(errs, prefixErrs...)
+		errs = append(errs, applyPeers(ctx, speakers, want, resetOut)...)
 		writePeerStates(ctx, p, speakers)
 
-		var retryC <-chan time.Time
-		if err := errors.Join(errs...); err != nil {
-			p.Log.Warn("BGP speaker could not apply everything; retrying", "error", err)
-			health.Degraded("BGP speaker", err)
-			retryC = time.After(retryInterval)
-		} else {
-			health.OK(fmt.Sprintf("%d instances running", len(speakers)))
+		retryC := reportRound(p, health, speakers, errs, retry)
+		if !waitForChange(ctx, p, speakers, instWatch, routesWatch, retryC, peerEvent, refresh.C) {
+			return nil
 		}
-		if len(retry) > 0 || len(errs) > 0 {
-			retryC = time.After(retryInterval)
-		}
+	}
+}
 
-		for waiting := true; waiting; {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-instWatch:
-				waiting = false
-			case <-routesWatch:
-				waiting = false
-			case <-retryC:
-				waiting = false
-			case <-peerEvent:
-				writePeerStates(ctx, p, speakers)
-			case <-refresh.C:
-				writePeerStates(ctx, p, speakers)
+// runnableInstances are the instances a speaker should run for: those
+// whose configuration was derived without error.
+func runnableInstances(insts iter.Seq2[*tables.BGPInstance, statedb.Revision]) map[string]*tables.BGPInstance {
+	want := map[string]*tables.BGPInstance{}
+	for inst := range insts {
+		if inst.Error == "" {
+			want[inst.Name] = inst
+		}
+	}
+	return want
+}
+
+// reconcileSpeakers stops the speakers whose instance is gone or changed
+// its global settings, and starts those of new instances. A new speaker
+// has all its instance's prefixes marked dirty, so it advertises them
+// before its peers are configured.
+func reconcileSpeakers(ctx context.Context, p params, txn statedb.ReadTxn, speakers map[string]*speaker, want map[string]*tables.BGPInstance, dirty map[prefixKey]bool, peerEvent chan<- struct{}) []error {
+	var errs []error
+	for name, s := range speakers {
+		if w, ok := want[name]; ok && s.sameGlobal(w) {
+			continue
+		}
+		p.Log.Info("Stopping BGP instance", "instance", name)
+		s.stop(ctx, true)
+		delete(speakers, name)
+	}
+	for name, inst := range want {
+		if speakers[name] != nil {
+			continue
+		}
+		s, err := startSpeaker(ctx, inst, newGoBGPLogger(p.Log.With("instance", name)))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.Log.Info("Started BGP instance", "instance", name, "asn", inst.LocalASN, "routerID", inst.RouterID, "listenPort", inst.ListenPort)
+		speakers[name] = s
+		watchPeers(ctx, s, peerEvent)
+		for r := range p.Routes.All(txn) {
+			if r.Instance == name {
+				dirty[prefixKey{name, r.Prefix}] = true
 			}
+		}
+	}
+	return errs
+}
+
+// configuredPeers lists, by instance, the peers configured after this
+// round: setPrefix must withdraw a prefix from the RIB when one of them
+// stops receiving it.
+func configuredPeers(want map[string]*tables.BGPInstance) map[string]map[string]bool {
+	staying := map[string]map[string]bool{}
+	for name, inst := range want {
+		staying[name] = map[string]bool{}
+		for _, peer := range inst.Peers {
+			if peer.Error == "" {
+				staying[name][peer.Name] = true
+			}
+		}
+	}
+	return staying
+}
+
+// applyPrefixes brings the dirty prefixes of the running speakers up to
+// date, marking those that failed in retry. The peers whose export
+// changed are soft-reset later, by applyPeers, once per peer.
+func applyPrefixes(ctx context.Context, p params, txn statedb.ReadTxn, speakers map[string]*speaker, staying map[string]map[string]bool, dirty, retry map[prefixKey]bool) (errs []error, resetOut map[string]map[netip.Addr]bool) {
+	resetOut = map[string]map[netip.Addr]bool{}
+	for k := range dirty {
+		s := speakers[k.instance]
+		if s == nil {
+			continue // not running: its routes wait for it
+		}
+		if resetOut[k.instance] == nil {
+			resetOut[k.instance] = map[netip.Addr]bool{}
+		}
+		routes := statedb.Collect(p.Routes.List(txn, tables.BGPRoutePrefixIndex.Query(k.instance+"/"+k.prefix.String())))
+		if err := s.setPrefix(ctx, k.prefix, routes, staying[k.instance], resetOut[k.instance]); err != nil {
+			errs = append(errs, fmt.Errorf("instance %q: %w", k.instance, err))
+			retry[k] = true
+		}
+	}
+	return errs, resetOut
+}
+
+// applyPeers configures every running speaker's peers, then soft-resets
+// the peers whose export changed this round.
+func applyPeers(ctx context.Context, speakers map[string]*speaker, want map[string]*tables.BGPInstance, resetOut map[string]map[netip.Addr]bool) []error {
+	var errs []error
+	for name, s := range speakers {
+		if err := s.setPeers(ctx, want[name].Peers); err != nil {
+			errs = append(errs, fmt.Errorf("instance %q: %w", name, err))
+		}
+		if err := s.softResetOut(ctx, resetOut[name]); err != nil {
+			errs = append(errs, fmt.Errorf("instance %q: %w", name, err))
+		}
+	}
+	return errs
+}
+
+// reportRound reports the round's outcome to health and returns the
+// channel that fires when the round should be retried (nil when nothing
+// failed).
+func reportRound(p params, health cell.Health, speakers map[string]*speaker, errs []error, retry map[prefixKey]bool) <-chan time.Time {
+	var retryC <-chan time.Time
+	if err := errors.Join(errs...); err != nil {
+		p.Log.Warn("BGP speaker could not apply everything; retrying", "error", err)
+		health.Degraded("BGP speaker", err)
+		retryC = time.After(retryInterval)
+	} else {
+		health.OK(fmt.Sprintf("%d instances running", len(speakers)))
+	}
+	if len(retry) > 0 || len(errs) > 0 {
+		retryC = time.After(retryInterval)
+	}
+	return retryC
+}
+
+// waitForChange blocks until an instance or route changes or the retry is
+// due, refreshing bgp-peers meanwhile on session events and on the
+// ticker. It returns false once ctx ends.
+func waitForChange(ctx context.Context, p params, speakers map[string]*speaker, instWatch, routesWatch <-chan struct{}, retryC <-chan time.Time, peerEvent <-chan struct{}, refresh <-chan time.Time) bool {
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-instWatch:
+			return true
+		case <-routesWatch:
+			return true
+		case <-retryC:
+			return true
+		case <-peerEvent:
+			writePeerStates(ctx, p, speakers)
+		case <-refresh:
+			writePeerStates(ctx, p, speakers)
 		}
 	}
 }
