@@ -169,6 +169,14 @@ func (w *watcher) watch(ctx context.Context, health cell.Health) (synced bool, e
 		return false, err
 	}
 
+	return w.follow(ctx, health, pending, linkCh, addrCh, failed)
+}
+
+// follow applies the updates to a model of the kernel's devices, and
+// writes the table once pending (the initial state) is complete, then
+// after every batch of updates. It returns when ctx ends (nil error) or a
+// subscription fails; synced tells whether the initial state was reached.
+func (w *watcher) follow(ctx context.Context, health cell.Health, pending *initialState, linkCh <-chan netlink.LinkUpdate, addrCh <-chan netlink.AddrUpdate, failed <-chan error) (synced bool, err error) {
 	m := newModel()
 	onLink := func(u netlink.LinkUpdate, ok bool) error {
 		if !ok {
