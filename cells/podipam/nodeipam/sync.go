@@ -60,14 +60,7 @@ func (a *agent) syncLoop(ctx context.Context, health cell.Health) error {
 			poolsRevision = rev
 		}
 		if found && (!seen || !sameAllocated(cn.Allocated, lastAllocated)) {
-			a.mu.Lock()
-			gone := a.state.setCIDRs(cn.Allocated)
-			a.publishAllLocked()
-			a.mu.Unlock()
-			a.dropGateways()
-			for _, g := range gone {
-				a.Log.Error("A pod CIDR left the CiliumNode while pods use it; they keep their addresses, nothing new comes from it", "node", a.node, "cidr", g)
-			}
+			a.takeAllocated(cn.Allocated)
 			lastAllocated, seen = cn.Allocated, true
 		}
 		if found && cn.OperatorError != operatorError {
@@ -87,24 +80,7 @@ func (a *agent) syncLoop(ctx context.Context, health cell.Health) error {
 		if later > 0 && requestTimer == nil {
 			requestTimer = time.After(later)
 		}
-
-		// status.ipam.used is compared with what the CiliumNode lists, not
-		// with what this run last wrote: after a restart, or a write of
-		// someone else, it still ends up exact (down to empty).
-		a.mu.Lock()
-		used := a.usedMap()
-		a.mu.Unlock()
-		if found && tables.UsedDigest(used) != cn.UsedDigest {
-			if wait := time.Until(lastUsedWrite.Add(usedEvery)); wait > 0 {
-				if usedTimer == nil {
-					usedTimer = time.After(wait)
-				}
-			} else if err := a.writeUsed(ctx, used); err != nil {
-				a.Log.Warn("Writing the addresses in use to the CiliumNode failed; retrying", "node", a.node, "error", err)
-			} else {
-				lastUsedWrite, usedTimer = time.Now(), nil
-			}
-		}
+		lastUsedWrite, usedTimer = a.syncUsed(ctx, cn, found, lastUsedWrite, usedTimer)
 
 		select {
 		case <-ctx.Done():
@@ -119,6 +95,45 @@ func (a *agent) syncLoop(ctx context.Context, health cell.Health) error {
 			requestTimer = nil
 		}
 	}
+}
+
+// takeAllocated makes the CIDRs the CiliumNode lists the state's. A CIDR
+// that left it while pods use it is logged: they keep their addresses.
+func (a *agent) takeAllocated(allocated []tables.PoolCIDRs) {
+	a.mu.Lock()
+	gone := a.state.setCIDRs(allocated)
+	a.publishAllLocked()
+	a.mu.Unlock()
+	a.dropGateways()
+	for _, g := range gone {
+		a.Log.Error("A pod CIDR left the CiliumNode while pods use it; they keep their addresses, nothing new comes from it", "node", a.node, "cidr", g)
+	}
+}
+
+// syncUsed writes status.ipam.used when it differs from the addresses in
+// use, at most once per usedEvery: a write that comes too soon is left
+// to timer (started if not running). It returns the time of the last
+// write and the timer.
+//
+// status.ipam.used is compared with what the CiliumNode lists, not with
+// what this run last wrote: after a restart, or a write of someone else,
+// it still ends up exact (down to empty).
+func (a *agent) syncUsed(ctx context.Context, cn *tables.CiliumNode, found bool, lastWrite time.Time, timer <-chan time.Time) (time.Time, <-chan time.Time) {
+	a.mu.Lock()
+	used := a.usedMap()
+	a.mu.Unlock()
+	if found && tables.UsedDigest(used) != cn.UsedDigest {
+		if wait := time.Until(lastWrite.Add(usedEvery)); wait > 0 {
+			if timer == nil {
+				timer = time.After(wait)
+			}
+		} else if err := a.writeUsed(ctx, used); err != nil {
+			a.Log.Warn("Writing the addresses in use to the CiliumNode failed; retrying", "node", a.node, "error", err)
+		} else {
+			lastWrite, timer = time.Now(), nil
+		}
+	}
+	return lastWrite, timer
 }
 
 // syncPools gives the state the current pools: CIDRs whose pool no
@@ -165,34 +180,9 @@ func (a *agent) syncOnce(ctx context.Context, txn statedb.ReadTxn, cn *tables.Ci
 	demand := a.state.demand()
 	waiting := a.state.waiting()
 	a.mu.Unlock()
-	api := a.Herald.CiliumV2().CiliumNodes()
 
 	if !found {
-		obj := &v2.CiliumNode{ObjectMeta: metav1.ObjectMeta{Name: a.node}}
-		if n, _, ok := a.Nodes.Get(txn, tables.NodeNameIndex.Query(a.node)); ok && n.UID != "" {
-			// Where kube-controller-manager runs, the CiliumNode goes with
-			// its Node; elsewhere the allocator deletes it.
-			obj.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: a.node, UID: types.UID(n.UID)}}
-		}
-		obj.Spec.IPAM.Pools.Requested = requestedK8s(demand)
-		// The CIDRs the node's pods still use stay listed: a CiliumNode
-		// deleted under a running node (its Node deleted, or by hand) must
-		// not leave them to the allocator for another node. The journal
-		// proves them; a CIDR another node got meanwhile shows as claimed
-		// twice, loudly, on both.
-		a.mu.Lock()
-		inUse := a.state.inUseCIDRs()
-		a.mu.Unlock()
-		obj.Spec.IPAM.Pools.Allocated = allocatedK8s(inUse)
-		if _, err := api.Create(ctx, obj, metav1.CreateOptions{FieldManager: AgentFieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return 0, fmt.Errorf("creating CiliumNode %s: %w", a.node, err)
-		}
-		if len(inUse) > 0 {
-			a.Log.Warn("Created the CiliumNode again, listing the CIDRs the node's pods still use", "node", a.node, "requested", demand, "allocated", inUse)
-		} else {
-			a.Log.Info("Created the CiliumNode", "node", a.node, "requested", demand)
-		}
-		return 0, nil
+		return 0, a.createCiliumNode(ctx, txn, demand)
 	}
 	// The watch may not have brought back the agent's own last write yet:
 	// the version it answered is the newer one, and writing on top of the
@@ -202,67 +192,115 @@ func (a *agent) syncOnce(ctx context.Context, txn statedb.ReadTxn, cn *tables.Ci
 	if n, _, ok := a.Nodes.Get(txn, tables.NodeNameIndex.Query(a.node)); ok && n.UID != "" && cn.OwnerNodeUID != n.UID {
 		// Created while its Node was away (deleted, or not registered
 		// yet): it goes with the Node from now on.
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-			"resourceVersion": cn.ResourceVersion,
-			"ownerReferences": []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: a.node, UID: types.UID(n.UID)}},
-		}})
-		got, err := api.Patch(ctx, a.node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: AgentFieldManager})
-		if err != nil {
-			if apierrors.IsConflict(err) {
-				return 0, nil
-			}
-			return 0, fmt.Errorf("CiliumNode %s: owner: %w", a.node, err)
-		}
-		a.written.record(cn.ResourceVersion, got)
-		a.Log.Info("The CiliumNode belongs to its Node again", "node", a.node, "nodeUID", n.UID)
-		return 0, nil // one write per version
+		return 0, a.patchOwner(ctx, cn, n) // one write per version
 	}
 
 	if !sameDemand(cn.Requested, demand) {
 		if wait := time.Until(a.lastRequest.Add(requestEvery)); wait > 0 && !waiting {
 			return wait, nil
 		}
-		patch, _ := json.Marshal(map[string]any{
-			"metadata": map[string]any{"resourceVersion": cn.ResourceVersion},
-			"spec":     map[string]any{"ipam": map[string]any{"pools": map[string]any{"requested": requestedK8s(demand)}}},
-		})
-		got, err := api.Patch(ctx, a.node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: AgentFieldManager})
-		if err != nil {
-			if apierrors.IsConflict(err) {
-				return 0, nil // the next version of the row brings us back
-			}
-			return 0, fmt.Errorf("CiliumNode %s: requested: %w", a.node, err)
-		}
-		a.written.record(cn.ResourceVersion, got)
-		a.lastRequest = time.Now()
-		a.Log.Info("Requested pod addresses", "node", a.node, "requested", demand)
-		return 0, nil // one write per version: the release waits for the new row
+		return 0, a.patchRequested(ctx, cn, demand) // one write per version: the release waits for the new row
 	}
 
+	return 0, a.releaseUnneeded(ctx, cn, demand)
+}
+
+// createCiliumNode creates the node's CiliumNode, owned by its Node when
+// there is one, with the demand as its requested list.
+func (a *agent) createCiliumNode(ctx context.Context, txn statedb.ReadTxn, demand []tables.PoolDemand) error {
+	api := a.Herald.CiliumV2().CiliumNodes()
+	obj := &v2.CiliumNode{ObjectMeta: metav1.ObjectMeta{Name: a.node}}
+	if n, _, ok := a.Nodes.Get(txn, tables.NodeNameIndex.Query(a.node)); ok && n.UID != "" {
+		// Where kube-controller-manager runs, the CiliumNode goes with
+		// its Node; elsewhere the allocator deletes it.
+		obj.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: a.node, UID: types.UID(n.UID)}}
+	}
+	obj.Spec.IPAM.Pools.Requested = requestedK8s(demand)
+	// The CIDRs the node's pods still use stay listed: a CiliumNode
+	// deleted under a running node (its Node deleted, or by hand) must
+	// not leave them to the allocator for another node. The journal
+	// proves them; a CIDR another node got meanwhile shows as claimed
+	// twice, loudly, on both.
+	a.mu.Lock()
+	inUse := a.state.inUseCIDRs()
+	a.mu.Unlock()
+	obj.Spec.IPAM.Pools.Allocated = allocatedK8s(inUse)
+	if _, err := api.Create(ctx, obj, metav1.CreateOptions{FieldManager: AgentFieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating CiliumNode %s: %w", a.node, err)
+	}
+	if len(inUse) > 0 {
+		a.Log.Warn("Created the CiliumNode again, listing the CIDRs the node's pods still use", "node", a.node, "requested", demand, "allocated", inUse)
+	} else {
+		a.Log.Info("Created the CiliumNode", "node", a.node, "requested", demand)
+	}
+	return nil
+}
+
+// patchOwner makes the Node n the owner of the CiliumNode cn. A conflict
+// is no error: the next version of the row brings us back.
+func (a *agent) patchOwner(ctx context.Context, cn *tables.CiliumNode, n *tables.Node) error {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": cn.ResourceVersion,
+		"ownerReferences": []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: a.node, UID: types.UID(n.UID)}},
+	}})
+	got, err := a.Herald.CiliumV2().CiliumNodes().Patch(ctx, a.node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: AgentFieldManager})
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			return nil
+		}
+		return fmt.Errorf("CiliumNode %s: owner: %w", a.node, err)
+	}
+	a.written.record(cn.ResourceVersion, got)
+	a.Log.Info("The CiliumNode belongs to its Node again", "node", a.node, "nodeUID", n.UID)
+	return nil
+}
+
+// patchRequested writes the demand as the CiliumNode's requested list.
+func (a *agent) patchRequested(ctx context.Context, cn *tables.CiliumNode, demand []tables.PoolDemand) error {
+	patch, _ := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": cn.ResourceVersion},
+		"spec":     map[string]any{"ipam": map[string]any{"pools": map[string]any{"requested": requestedK8s(demand)}}},
+	})
+	got, err := a.Herald.CiliumV2().CiliumNodes().Patch(ctx, a.node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: AgentFieldManager})
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			return nil // the next version of the row brings us back
+		}
+		return fmt.Errorf("CiliumNode %s: requested: %w", a.node, err)
+	}
+	a.written.record(cn.ResourceVersion, got)
+	a.lastRequest = time.Now()
+	a.Log.Info("Requested pod addresses", "node", a.node, "requested", demand)
+	return nil
+}
+
+// releaseUnneeded removes from the CiliumNode the CIDRs the demand no
+// longer needs. If the write fails the state keeps them.
+func (a *agent) releaseUnneeded(ctx context.Context, cn *tables.CiliumNode, demand []tables.PoolDemand) error {
 	a.mu.Lock()
 	release := a.state.releasable(demand, releaseSettle)
 	a.mu.Unlock()
 	if len(release) == 0 {
-		return 0, nil
+		return nil
 	}
 	keep := without(cn.Allocated, release)
 	patch, _ := json.Marshal(map[string]any{
 		"metadata": map[string]any{"resourceVersion": cn.ResourceVersion},
 		"spec":     map[string]any{"ipam": map[string]any{"pools": map[string]any{"allocated": allocatedK8s(keep)}}},
 	})
-	got, err := api.Patch(ctx, a.node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: AgentFieldManager})
+	got, err := a.Herald.CiliumV2().CiliumNodes().Patch(ctx, a.node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: AgentFieldManager})
 	if err != nil {
 		a.mu.Lock()
 		a.state.keep(release)
 		a.mu.Unlock()
 		if apierrors.IsConflict(err) {
-			return 0, nil
+			return nil
 		}
-		return 0, fmt.Errorf("CiliumNode %s: releasing %v: %w", a.node, release, err)
+		return fmt.Errorf("CiliumNode %s: releasing %v: %w", a.node, release, err)
 	}
 	a.written.record(cn.ResourceVersion, got)
 	a.Log.Info("Released pod CIDRs the node no longer needs", "node", a.node, "cidrs", release)
-	return 0, nil
+	return nil
 }
 
 // ownWrite is the CiliumNode as the agent's last write left it, and the
