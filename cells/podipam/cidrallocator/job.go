@@ -2,6 +2,7 @@ package cidrallocator
 
 import (
 	"context"
+	"iter"
 	"log/slog"
 	"time"
 
@@ -100,27 +101,11 @@ func allocate(ctx context.Context, p params, term uint64) error {
 	for {
 		txn := p.DB.ReadTxn()
 		ps, poolWatch := poolChanges.Next(txn)
-		for ch := range ps {
-			if ch.Deleted {
-				e.DeletePool(ch.Object.Name)
-			} else {
-				e.UpsertPool(ch.Object)
-			}
-		}
+		applyPoolChanges(e, ps)
 		ns, nodeWatch := nodeChanges.Next(txn)
-		for ch := range ns {
-			e.SetK8sNode(ch.Object.Name, !ch.Deleted)
-		}
+		applyNodeChanges(e, ns)
 		cns, cnWatch := cnChanges.Next(txn)
-		count := 0
-		for ch := range cns {
-			if ch.Deleted {
-				e.DeleteNode(ch.Object.Name)
-			} else {
-				e.UpsertNode(ch.Object)
-				count++
-			}
-		}
+		count := applyCiliumNodeChanges(e, cns)
 		if first {
 			p.Log.Info("Restored pod CIDRs from the CiliumNodes", "term", term, "nodes", count, "caught-up-in", time.Since(start).Round(time.Millisecond))
 			first = false
@@ -143,6 +128,39 @@ func allocate(ctx context.Context, p params, term uint64) error {
 			e.Recheck()
 		}
 	}
+}
+
+// applyPoolChanges gives the engine the pools that changed.
+func applyPoolChanges(e *Engine, changes iter.Seq2[statedb.Change[*tables.PodIPPool], statedb.Revision]) {
+	for ch := range changes {
+		if ch.Deleted {
+			e.DeletePool(ch.Object.Name)
+		} else {
+			e.UpsertPool(ch.Object)
+		}
+	}
+}
+
+// applyNodeChanges tells the engine which Kubernetes Nodes exist.
+func applyNodeChanges(e *Engine, changes iter.Seq2[statedb.Change[*tables.Node], statedb.Revision]) {
+	for ch := range changes {
+		e.SetK8sNode(ch.Object.Name, !ch.Deleted)
+	}
+}
+
+// applyCiliumNodeChanges gives the engine the CiliumNodes that changed,
+// and returns how many were upserted (for the restore log line).
+func applyCiliumNodeChanges(e *Engine, changes iter.Seq2[statedb.Change[*tables.CiliumNode], statedb.Revision]) int {
+	count := 0
+	for ch := range changes {
+		if ch.Deleted {
+			e.DeleteNode(ch.Object.Name)
+		} else {
+			e.UpsertNode(ch.Object)
+			count++
+		}
+	}
+	return count
 }
 
 // initializable is a table whose initial list may still be pending.
