@@ -2,6 +2,7 @@ package allocator
 
 import (
 	"context"
+	"iter"
 	"log/slog"
 	"slices"
 	"strings"
@@ -87,47 +88,14 @@ func allocate(ctx context.Context, p params, term uint64) error {
 	for {
 		txn := p.DB.ReadTxn()
 		pools, poolWatch := poolChanges.Next(txn)
-		for ch := range pools {
-			if ch.Deleted {
-				e.DeletePool(ch.Object.Name)
-			} else {
-				e.UpsertPool(ch.Object)
-			}
-		}
+		applyPoolChanges(e, pools)
 		svcs, svcWatch := svcChanges.Next(txn)
 		if first {
-			// Re-import what the Services already have, oldest first, before
-			// anything new is handed out: a new term never re-IPs a Service.
-			var rows []*tables.Service
-			for ch := range svcs {
-				if !ch.Deleted {
-					rows = append(rows, ch.Object)
-				}
-			}
-			slices.SortFunc(rows, func(a, b *tables.Service) int {
-				if c := a.CreationTimestamp.Compare(b.CreationTimestamp); c != 0 {
-					return c
-				}
-				return strings.Compare(a.Key(), b.Key())
-			})
-			for _, r := range rows {
-				e.Restore(r)
-			}
-			p.Log.Info("Restored allocations from Service status", "term", term, "services", len(rows), "caught-up-in", caughtUp.Round(time.Millisecond))
+			n := restoreServices(e, svcs)
+			p.Log.Info("Restored allocations from Service status", "term", term, "services", n, "caught-up-in", caughtUp.Round(time.Millisecond))
 			first = false
 		} else {
-			for ch := range svcs {
-				switch {
-				case ch.Deleted:
-					e.DeleteService(ch.Object.Key())
-				case !e.Knows(ch.Object.Key()):
-					// A Service first seen in this term keeps a valid, free IP
-					// its status already shows, as on a restart.
-					e.Restore(ch.Object)
-				default:
-					e.UpsertService(ch.Object)
-				}
-			}
+			applyServiceChanges(e, svcs)
 		}
 		if res := e.Evaluate(); !res.Empty() {
 			write(p, res, term)
@@ -137,6 +105,56 @@ func allocate(ctx context.Context, p params, term uint64) error {
 			return nil
 		case <-poolWatch:
 		case <-svcWatch:
+		}
+	}
+}
+
+// applyPoolChanges gives the engine the pools that changed.
+func applyPoolChanges(e *Engine, changes iter.Seq2[statedb.Change[*tables.LBPool], statedb.Revision]) {
+	for ch := range changes {
+		if ch.Deleted {
+			e.DeletePool(ch.Object.Name)
+		} else {
+			e.UpsertPool(ch.Object)
+		}
+	}
+}
+
+// restoreServices re-imports, at the start of a term, what the Services
+// already have, oldest first, before anything new is handed out: a new
+// term never re-IPs a Service. It returns how many Services it restored.
+func restoreServices(e *Engine, changes iter.Seq2[statedb.Change[*tables.Service], statedb.Revision]) int {
+	var rows []*tables.Service
+	for ch := range changes {
+		if !ch.Deleted {
+			rows = append(rows, ch.Object)
+		}
+	}
+	slices.SortFunc(rows, func(a, b *tables.Service) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key(), b.Key())
+	})
+	for _, r := range rows {
+		e.Restore(r)
+	}
+	return len(rows)
+}
+
+// applyServiceChanges gives the engine the Services that changed during
+// the term.
+func applyServiceChanges(e *Engine, changes iter.Seq2[statedb.Change[*tables.Service], statedb.Revision]) {
+	for ch := range changes {
+		switch {
+		case ch.Deleted:
+			e.DeleteService(ch.Object.Key())
+		case !e.Knows(ch.Object.Key()):
+			// A Service first seen in this term keeps a valid, free IP
+			// its status already shows, as on a restart.
+			e.Restore(ch.Object)
+		default:
+			e.UpsertService(ch.Object)
 		}
 	}
 }
