@@ -60,7 +60,8 @@ const (
 	// (cells/lbipam/allocator.LeaseName in --k8s-namespace).
 	leaseName      = "herald-lb-ipam"
 	leaseNamespace = "kube-system"
-	// nodeName is the agent's --node-name, so the Lease's holderIdentity.
+	// nodeName is the agent's --node-name, which starts the Lease's
+	// holderIdentity.
 	nodeName = "bench"
 	// benchNamespace holds the benchmark's Services.
 	benchNamespace = "herald-bench"
@@ -558,7 +559,8 @@ func waitLease(ctx context.Context, client kubernetes.Interface, a *agent) error
 	leases := client.CoordinationV1().Leases(leaseNamespace)
 	for {
 		l, err := leases.Get(ctx, leaseName, metav1.GetOptions{})
-		if err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == nodeName {
+		// The agent campaigns as "<node>_<uuid>", one identity per process.
+		if err == nil && l.Spec.HolderIdentity != nil && strings.HasPrefix(*l.Spec.HolderIdentity, nodeName+"_") {
 			return nil
 		}
 		if err != nil && !apierrors.IsNotFound(err) {
