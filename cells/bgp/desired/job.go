@@ -69,22 +69,14 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 	self := p.Agent.Node()
 	initialized := false
 	tablesync.Loop(ctx, p.DB, func(txn statedb.ReadTxn, w *tablesync.Watches) {
-		node, _, ch, _ := p.Nodes.GetWatch(txn, tables.NodeNameIndex.Query(self))
-		w.Add(ch)
-		ccs, ch := p.ClusterConfigs.AllWatch(txn)
-		w.Add(ch)
-		pcs, ch := p.PeerConfigs.AllWatch(txn)
-		w.Add(ch)
-		advs, ch := p.Adverts.AllWatch(txn)
-		w.Add(ch)
-		ov, _, ch, _ := p.Overrides.GetWatch(txn, tables.BGPNodeOverrideNameIndex.Query(self))
-		w.Add(ch)
-		secrets, ch := p.Secrets.AllWatch(txn)
-		w.Add(ch)
-		svcs, ch := p.Services.AllWatch(txn)
-		w.Add(ch)
-		_, ch = p.Slices.AllWatch(txn)
-		w.Add(ch)
+		node, _ := tablesync.Get(w, txn, p.Nodes, tables.NodeNameIndex.Query(self))
+		ccs := tablesync.All(w, txn, p.ClusterConfigs)
+		pcs := tablesync.All(w, txn, p.PeerConfigs)
+		advs := tablesync.All(w, txn, p.Adverts)
+		ov, _ := tablesync.Get(w, txn, p.Overrides, tables.BGPNodeOverrideNameIndex.Query(self))
+		secrets := tablesync.All(w, txn, p.Secrets)
+		svcs := tablesync.All(w, txn, p.Services)
+		tablesync.All(w, txn, p.Slices) // watched; read per Service below
 		in := inputs{
 			self: node, clusterConfigs: statedb.Collect(ccs), peerConfigs: map[string]*tables.BGPPeerConfig{},
 			adverts: statedb.Collect(advs), override: ov, secrets: map[string]*tables.BGPSecret{},
@@ -105,11 +97,8 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 			in.secrets[s.Name] = s
 		}
 		if p.Agent.MultiPool() {
-			pools, ch := p.PodPools.AllWatch(txn)
-			w.Add(ch)
-			in.podPools = statedb.Collect(pools)
-			cn, _, ch, _ := p.CiliumNodes.GetWatch(txn, tables.CiliumNodeNameIndex.Query(self))
-			w.Add(ch)
+			in.podPools = statedb.Collect(tablesync.All(w, txn, p.PodPools))
+			cn, _ := tablesync.Get(w, txn, p.CiliumNodes, tables.CiliumNodeNameIndex.Query(self))
 			in.ciliumNode = cn
 		}
 

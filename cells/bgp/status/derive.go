@@ -49,16 +49,11 @@ func registerDerivations(p deriveParams) {
 			return nil
 		}
 		tablesync.Loop(ctx, p.DB, func(txn statedb.ReadTxn, w *tablesync.Watches) {
-			ccs, ch := p.ClusterConfigs.AllWatch(txn)
-			w.Add(ch)
-			pcs, ch := p.PeerConfigs.AllWatch(txn)
-			w.Add(ch)
-			advs, ch := p.Adverts.AllWatch(txn)
-			w.Add(ch)
-			secrets, ch := p.Secrets.AllWatch(txn)
-			w.Add(ch)
-			nodes, ch := p.Nodes.AllWatch(txn)
-			w.Add(ch)
+			ccs := tablesync.All(w, txn, p.ClusterConfigs)
+			pcs := tablesync.All(w, txn, p.PeerConfigs)
+			advs := tablesync.All(w, txn, p.Adverts)
+			secrets := tablesync.All(w, txn, p.Secrets)
+			nodes := tablesync.All(w, txn, p.Nodes)
 			rows := resourceStatus(statedb.Collect(ccs), statedb.Collect(pcs), statedb.Collect(advs), statedb.Collect(secrets), statedb.Collect(nodes), p.BGP.BGPSecretsNamespace)
 			wtxn := p.DB.WriteTxn(p.ResourceStatus)
 			tablesync.Sync(wtxn, p.ResourceStatus, rows, (*tables.BGPResourceStatus).Key, (*tables.BGPResourceStatus).Same)
@@ -72,14 +67,10 @@ func registerDerivations(p deriveParams) {
 		}
 		self := p.Agent.Node()
 		tablesync.Loop(ctx, p.DB, func(txn statedb.ReadTxn, w *tablesync.Watches) {
-			insts, ch := p.Instances.AllWatch(txn)
-			w.Add(ch)
-			peers, ch := p.Peers.AllWatch(txn)
-			w.Add(ch)
-			seen, _, ch, _ := p.NodeConfigs.GetWatch(txn, tables.BGPNodeConfigNameIndex.Query(self))
-			w.Add(ch)
-			node, _, ch, _ := p.Nodes.GetWatch(txn, tables.NodeNameIndex.Query(self))
-			w.Add(ch)
+			insts := tablesync.All(w, txn, p.Instances)
+			peers := tablesync.All(w, txn, p.Peers)
+			seen, _ := tablesync.Get(w, txn, p.NodeConfigs, tables.BGPNodeConfigNameIndex.Query(self))
+			node, _ := tablesync.Get(w, txn, p.Nodes, tables.NodeNameIndex.Query(self))
 			row := &tables.BGPNodeStatus{Node: self, Instances: statedb.Collect(insts), Peers: statedb.Collect(peers), Status: reconciler.StatusPending()}
 			if node != nil {
 				row.NodeUID = node.UID

@@ -8,6 +8,7 @@ package tablesync
 
 import (
 	"context"
+	"iter"
 	"reflect"
 
 	"github.com/cilium/statedb"
@@ -18,6 +19,20 @@ type Watches []<-chan struct{}
 
 // Add watches one more input.
 func (w *Watches) Add(ch <-chan struct{}) { *w = append(*w, ch) }
+
+// All reads every row of table, and watches it.
+func All[Obj any](w *Watches, txn statedb.ReadTxn, table statedb.Table[Obj]) iter.Seq2[Obj, statedb.Revision] {
+	rows, ch := table.AllWatch(txn)
+	w.Add(ch)
+	return rows
+}
+
+// Get reads the row q finds in table, and watches it.
+func Get[Obj any](w *Watches, txn statedb.ReadTxn, table statedb.Table[Obj], q statedb.Query[Obj]) (Obj, bool) {
+	obj, _, ch, found := table.GetWatch(txn, q)
+	w.Add(ch)
+	return obj, found
+}
 
 // Loop runs round on a fresh snapshot of db, then again whenever one of
 // the inputs it watched changes, until ctx ends.

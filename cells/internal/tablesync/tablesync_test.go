@@ -108,3 +108,36 @@ func TestLoop(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// All and Get read and register the watch: a change of what they read
+// closes one of the round's channels.
+func TestAllAndGetWatch(t *testing.T) {
+	db, tbl := newTable(t)
+	wtxn := db.WriteTxn(tbl)
+	_, _, _ = tbl.Insert(wtxn, &row{"a", 1})
+	wtxn.Commit()
+
+	var w Watches
+	txn := db.ReadTxn()
+	if n := len(statedb.Collect(All(&w, txn, tbl))); n != 1 {
+		t.Fatalf("All read %d rows, want 1", n)
+	}
+	got, found := Get(&w, txn, tbl, nameIndex.Query("a"))
+	if !found || got.Value != 1 {
+		t.Fatalf("Get = %v, %v; want a=1", got, found)
+	}
+	if len(w) != 2 || Closed(w...) {
+		t.Fatalf("%d watches, closed %v; want 2 open", len(w), Closed(w...))
+	}
+	wtxn = db.WriteTxn(tbl)
+	_, _, _ = tbl.Insert(wtxn, &row{"a", 2})
+	wtxn.Commit()
+	// Commit closes the channels of what it changed before it returns.
+	for i, ch := range w {
+		select {
+		case <-ch:
+		default:
+			t.Fatalf("watch %d did not close after the row changed", i)
+		}
+	}
+}

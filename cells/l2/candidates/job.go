@@ -61,18 +61,12 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 	reported := map[string]bool{} // stranded Services this node reported
 	initialized := false
 	tablesync.Loop(ctx, p.DB, func(txn statedb.ReadTxn, w *tablesync.Watches) {
-		svcs, ch := p.Services.AllWatch(txn)
-		w.Add(ch)
-		pols, ch := p.Policies.AllWatch(txn)
-		w.Add(ch)
-		nodes, ch := p.Nodes.AllWatch(txn)
-		w.Add(ch)
-		devs, ch := p.Devices.AllWatch(txn)
-		w.Add(ch)
-		members, ch := p.Members.AllWatch(txn)
-		w.Add(ch)
-		_, ch = p.Slices.AllWatch(txn)
-		w.Add(ch)
+		svcs := tablesync.All(w, txn, p.Services)
+		pols := tablesync.All(w, txn, p.Policies)
+		nodes := tablesync.All(w, txn, p.Nodes)
+		devs := tablesync.All(w, txn, p.Devices)
+		members := tablesync.All(w, txn, p.Members)
+		tablesync.All(w, txn, p.Slices) // watched; read per Service below
 		readyNodes := func(svc string) []string {
 			var out []string
 			for s := range p.Slices.List(txn, tables.EndpointSliceServiceIndex.Query(svc)) {
