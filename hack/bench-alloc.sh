@@ -3,11 +3,14 @@
 #
 #  (1) the allocator micro-benchmark (cells/lbipam/allocator/iprange BenchmarkAllocate,
 #      100k allocations per op) and per-allocation figures derived from it;
-#  (2) end to end: test/bench/cmd/bench-e2e against a fresh etcd +
-#      kube-apiserver, Service creation with and without herald-agent.
+#  (2) end to end: test/bench/cmd/bench-e2e, one fresh etcd + kube-apiserver
+#      per measurement, rounds of: the API server alone, the null controller
+#      (test/bench/cmd/bench-null), herald-agent and MetalLB's controller
+#      (built from its Go module by hack/metallb-controller.sh).
 #
 # Knobs (environment): BENCH_SERVICES (1000), BENCH_WORKERS (16),
-# BENCH_AGENT_ARGS (extra herald-agent flags, default none).
+# BENCH_ROUNDS (3), BENCH_AGENT_ARGS (extra herald-agent flags, default none),
+# BENCH_METALLB (1; 0 leaves MetalLB out).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -16,6 +19,8 @@ GO="${GO:-go}"
 services="${BENCH_SERVICES:-1000}"
 workers="${BENCH_WORKERS:-16}"
 agent_args="${BENCH_AGENT_ARGS:-}"
+rounds="${BENCH_ROUNDS:-3}"
+with_metallb="${BENCH_METALLB:-1}"
 allocs_per_op=100000 # the inner loop of BenchmarkAllocate
 
 # run prints a command, quoted for a shell, then runs it.
@@ -62,8 +67,14 @@ awk -v n="${allocs_per_op}" '
 	}' "${out}"
 
 echo
-echo "== (2) end to end: ${services} LoadBalancer Services, ${workers} workers"
+echo "== (2) end to end: ${services} LoadBalancer Services, ${workers} workers, ${rounds} rounds"
 run "${GO}" build -o _output/bin/bench-e2e ./test/bench/cmd/bench-e2e
+run "${GO}" build -o _output/bin/bench-null ./test/bench/cmd/bench-null
+metallb=()
+if [[ "${with_metallb}" != 0 ]]; then
+	dir="$(hack/metallb-controller.sh)"
+	metallb=(-metallb "${dir}/controller" -metallb-crds "${dir}/crds")
+fi
 # shellcheck disable=SC2086 # word splitting of the flags is wanted
-run _output/bin/bench-e2e -services "${services}" -workers "${workers}" \
-	-agent _output/bin/herald-agent ${agent_args:+-agent-args "${agent_args}"}
+run _output/bin/bench-e2e -services "${services}" -workers "${workers}" -rounds "${rounds}" \
+	-agent _output/bin/herald-agent ${agent_args:+-agent-args "${agent_args}"} "${metallb[@]}"
