@@ -20,6 +20,7 @@ import (
 	"github.com/heraldlb/herald/cells/ground/k8sclient"
 	"github.com/heraldlb/herald/cells/ground/k8swatch"
 	"github.com/heraldlb/herald/cells/ground/metrics"
+	"github.com/heraldlb/herald/cells/ground/pprof"
 	"github.com/heraldlb/herald/cells/l2"
 	"github.com/heraldlb/herald/cells/lbipam"
 	"github.com/heraldlb/herald/cells/podipam"
@@ -34,6 +35,8 @@ var Cells = []cell.Cell{
 	job.Cell,
 	statedb.Cell,
 	metrics.Cell,
+	// Go runtime profiles (--pprof).
+	pprof.Cell,
 	// Agent-wide settings: node name, namespace, IP families, features.
 	agentconfig.Cell,
 	// Kubernetes clients and the Event recorder.

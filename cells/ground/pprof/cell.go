@@ -1,0 +1,78 @@
+// Package pprof serves Go's runtime profiles (net/http/pprof) when --pprof is
+// set, on --pprof-address:--pprof-port, as Cilium's agent does with the
+// same flags: `go tool pprof http://localhost:6060/debug/pprof/profile`
+// answers "where does the agent's CPU go?" on a live node.
+//
+// Reads: nothing. Writes: nothing; serves /debug/pprof/.
+package pprof
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	httppprof "net/http/pprof"
+	"strconv"
+	"time"
+
+	"github.com/cilium/hive/cell"
+	"github.com/spf13/pflag"
+)
+
+// Config of the profiling endpoint.
+type Config struct {
+	Pprof        bool   // pprof
+	PprofAddress string // pprof-address
+	PprofPort    uint16 // pprof-port
+}
+
+// Defaults: off; when on, loopback only, since profiles show the agent's
+// memory.
+var Defaults = Config{PprofAddress: "localhost", PprofPort: 6060}
+
+func (def Config) Flags(flags *pflag.FlagSet) {
+	flags.Bool("pprof", def.Pprof, "Serve Go runtime profiles at /debug/pprof/ on pprof-address:pprof-port")
+	flags.String("pprof-address", def.PprofAddress, "Address the profiles are served on")
+	flags.Uint16("pprof-port", def.PprofPort, "Port the profiles are served on")
+}
+
+var Cell = cell.Module(
+	"pprof",
+	"Go runtime profiles over HTTP",
+
+	cell.Config(Defaults),
+	cell.Invoke(serve),
+)
+
+func serve(cfg Config, lc cell.Lifecycle, log *slog.Logger) {
+	if !cfg.Pprof {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", httppprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", httppprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", httppprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", httppprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	addr := net.JoinHostPort(cfg.PprofAddress, strconv.Itoa(int(cfg.PprofPort)))
+	lc.Append(cell.Hook{
+		OnStart: func(cell.HookContext) error {
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				return err
+			}
+			log.Info("Serving Go runtime profiles", "address", "http://"+l.Addr().String()+"/debug/pprof/")
+			go func() {
+				if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					log.Error("pprof server stopped", "error", err)
+				}
+			}()
+			return nil
+		},
+		OnStop: func(ctx cell.HookContext) error {
+			return srv.Shutdown(context.Context(ctx))
+		},
+	})
+}
