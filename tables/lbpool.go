@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/index"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -87,6 +88,19 @@ func (p *LBPool) Selects(svc *Service) bool {
 		return sel.Matches(labels.Set(svc.SelectorLabels()))
 	}
 	return p.selector.Matches(labels.Set(svc.SelectorLabels()))
+}
+
+// SameSpec reports whether two rows of one pool describe the same pool for
+// allocation: everything but the version and the status. LB IPAM writes the
+// status of every pool it hands addresses out of, and each write comes back
+// as a new row; only a new spec changes what can be allocated.
+func (p *LBPool) SameSpec(o *LBPool) bool {
+	return p.Name == o.Name && p.UID == o.UID &&
+		p.CreationTimestamp.Equal(o.CreationTimestamp) &&
+		slices.Equal(p.Blocks, o.Blocks) && slices.Equal(p.BlockErrors, o.BlockErrors) &&
+		p.AllowFirstLastIPs == o.AllowFirstLastIPs && p.Disabled == o.Disabled &&
+		p.SelectorError == o.SelectorError &&
+		equality.Semantic.DeepEqual(p.ServiceSelector, o.ServiceSelector)
 }
 
 // Condition returns the status condition of the given type.

@@ -53,3 +53,40 @@ func TestPoolBlockStartAfterStop(t *testing.T) {
 		t.Fatalf("Blocks = %+v, want the valid block kept", row.Blocks)
 	}
 }
+
+func TestLBPoolSameSpec(t *testing.T) {
+	base := func() *v2alpha1.CiliumLoadBalancerIPPool {
+		p := &v2alpha1.CiliumLoadBalancerIPPool{}
+		p.Name, p.UID, p.ResourceVersion = "p", "uid-1", "1"
+		p.Spec.Blocks = []v2alpha1.CiliumLoadBalancerIPPoolIPBlock{{Cidr: "20.0.10.0/24"}}
+		p.Spec.ServiceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*v2alpha1.CiliumLoadBalancerIPPool)
+		same bool
+	}{
+		{"nothing", func(*v2alpha1.CiliumLoadBalancerIPPool) {}, true},
+		{"version and status", func(p *v2alpha1.CiliumLoadBalancerIPPool) {
+			p.ResourceVersion = "2"
+			p.Status.Conditions = []metav1.Condition{{Type: "cilium.io/IPsAvailable", Status: metav1.ConditionTrue}}
+		}, true},
+		{"uid (deleted and created again)", func(p *v2alpha1.CiliumLoadBalancerIPPool) { p.UID = "uid-2" }, false},
+		{"block", func(p *v2alpha1.CiliumLoadBalancerIPPool) { p.Spec.Blocks[0].Cidr = "20.0.11.0/24" }, false},
+		{"bad block", func(p *v2alpha1.CiliumLoadBalancerIPPool) {
+			p.Spec.Blocks = append(p.Spec.Blocks, v2alpha1.CiliumLoadBalancerIPPoolIPBlock{Cidr: "x"})
+		}, false},
+		{"selector", func(p *v2alpha1.CiliumLoadBalancerIPPool) { p.Spec.ServiceSelector.MatchLabels["a"] = "c" }, false},
+		{"disabled", func(p *v2alpha1.CiliumLoadBalancerIPPool) { p.Spec.Disabled = true }, false},
+		{"first and last", func(p *v2alpha1.CiliumLoadBalancerIPPool) {
+			p.Spec.AllowFirstLastIPs = v2alpha1.AllowFirstLastIPNo
+		}, false},
+	} {
+		edited := base()
+		tc.edit(edited)
+		if got := LBPoolFromK8s(base()).SameSpec(LBPoolFromK8s(edited)); got != tc.same {
+			t.Errorf("%s: SameSpec = %v, want %v", tc.name, got, tc.same)
+		}
+	}
+}

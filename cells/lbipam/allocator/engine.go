@@ -84,10 +84,16 @@ func NewEngine(fams Families, resp Responsibility) *Engine {
 }
 
 // UpsertPool adds or replaces a pool. Every Service is evaluated again, as
-// a pool edit can add room, change selectors or remove blocks.
+// a pool edit can add room, change selectors or remove blocks; a new row
+// with the same spec (its status was written) changes nothing.
 func (e *Engine) UpsertPool(row *tables.LBPool) {
+	old := e.pools[row.Name]
+	if old != nil && old.row.SameSpec(row) {
+		old.row = row
+		return
+	}
 	p := &poolState{row: row}
-	if old := e.pools[row.Name]; old != nil {
+	if old != nil {
 		p.status = old.status
 	}
 	for _, b := range row.Blocks {

@@ -426,6 +426,35 @@ func TestPoolEdits(t *testing.T) {
 	w.expect("a/first", "30.0.0.0|satisfied|")
 }
 
+// A pool's status written back (a new resourceVersion and conditions, the
+// same spec) must not make every Service dirty: with N Services and a status
+// write per burst of allocations that was O(N²) work.
+func TestPoolStatusWriteEvaluatesNothing(t *testing.T) {
+	w := newWorld(t)
+	w.e.UpsertPool(mkPool("p", 0, []string{"20.0.10.0/24"}))
+	w.e.UpsertService(mkSvc("a/first", 0))
+	w.expect("a/first", "20.0.10.0|satisfied|")
+	written := mkPool("p", 0, []string{"20.0.10.0/24"}, func(p *v2alpha1.CiliumLoadBalancerIPPool) {
+		p.ResourceVersion = "42"
+		p.Status.Conditions = []metav1.Condition{{Type: "cilium.io/IPsAvailable", Status: metav1.ConditionTrue}}
+	})
+	w.e.UpsertPool(written)
+	if len(w.e.dirtySvcs) != 0 || len(w.e.dirtyPools) != 0 {
+		t.Fatalf("a status-only change made %d Services and %d pools dirty", len(w.e.dirtySvcs), len(w.e.dirtyPools))
+	}
+	if w.e.pools["p"].row != written {
+		t.Fatal("the engine kept the old row of the pool")
+	}
+	if res := w.e.Evaluate(); !res.Empty() {
+		t.Fatalf("a status-only change produced %+v", res)
+	}
+	// A new spec still counts.
+	w.e.UpsertPool(mkPool("p", 0, []string{"20.0.10.0/24"}, disabled))
+	if len(w.e.dirtySvcs) != 1 {
+		t.Fatalf("a spec change made %d Services dirty, want 1", len(w.e.dirtySvcs))
+	}
+}
+
 func TestRestoreKeepsEveryIP(t *testing.T) {
 	e := NewEngine(Families{IPv4: true, IPv6: true}, Responsibility{DefaultIPAM: true})
 	e.UpsertPool(mkPool("p", 0, []string{"10.0.0.0/8"}))
