@@ -2,7 +2,9 @@
 // rate limited by k8s-client-qps / k8s-client-burst, and an Event recorder.
 //
 // Reads: the kubeconfig (or the in-cluster service account).
-// Writes: nothing; provides kubernetes.Interface, versioned.Interface and
+// Writes: nothing; provides kubernetes.Interface (protobuf, rate limited),
+// kubeclient.Unthrottled (protobuf, for the LB IPAM allocator's status
+// writes), versioned.Interface (JSON, rate limited) and
 // record.EventRecorder.
 package k8sclient
 

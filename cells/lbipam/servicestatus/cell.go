@@ -4,7 +4,9 @@
 // Service when IPs are assigned or released or the request is pending.
 //
 // Reads: tables lb-allocations, services and leadership.
-// Writes: Service status (server-side apply, field manager "herald"), Events.
+// Writes: Service status (server-side apply, field manager "herald", through
+// the client without a client-side rate limit), Events (paced: held back
+// while a burst of status writes goes on).
 //
 // Every write is fenced twice: it goes out only while the LB IPAM term it
 // was decided in is still valid (tables.Leadership.Fence, checked right
@@ -17,12 +19,13 @@ import (
 	"time"
 
 	"github.com/cilium/hive/cell"
+	"github.com/cilium/hive/job"
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/reconciler"
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/heraldlb/herald/cells/internal/kubeclient"
 	"github.com/heraldlb/herald/cells/internal/leader"
 	"github.com/heraldlb/herald/tables"
 )
@@ -42,13 +45,16 @@ type params struct {
 	Allocs     statedb.RWTable[*tables.LBAllocation]
 	Services   statedb.Table[*tables.Service]
 	Leadership statedb.Table[*tables.Leadership]
-	Kube       kubernetes.Interface
+	Jobs       job.Group
+	Kube       kubeclient.Unthrottled
 	Events     record.EventRecorder
 	Metrics    prometheus.Registerer `optional:"true"`
 }
 
 func registerReconciler(p params) error {
-	ops := &statusWriter{kube: p.Kube, services: p.Services, events: p.Events, log: p.Reconcile.Log, now: time.Now,
+	events := newPacer(p.Events, p.Reconcile.Log)
+	p.Jobs.Add(job.OneShot("pace-events", events.run))
+	ops := &statusWriter{kube: p.Kube, services: p.Services, events: events, wrote: events.wrote, log: p.Reconcile.Log, now: time.Now,
 		fence: leader.Fence(p.Reconcile.DB, p.Leadership, tables.LBIPAMLease),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "herald_lbipam_assignment_latency_seconds",

@@ -20,7 +20,6 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/cells/internal/leader"
 	"github.com/heraldlb/herald/tables"
@@ -41,10 +40,12 @@ type statusWriter struct {
 	fence    leader.WriteFence
 	kube     kubernetes.Interface
 	services statedb.Table[*tables.Service]
-	events   record.EventRecorder
-	log      *slog.Logger
-	now      func() time.Time
-	latency  prometheus.Histogram
+	events   eventf
+	// wrote is called as each status write goes out (nil: nothing to tell).
+	wrote   func()
+	log     *slog.Logger
+	now     func() time.Time
+	latency prometheus.Histogram
 }
 
 func (w *statusWriter) Update(ctx context.Context, txn statedb.ReadTxn, _ statedb.Revision, a *tables.LBAllocation) error {
@@ -60,6 +61,9 @@ func (w *statusWriter) Update(ctx context.Context, txn statedb.ReadTxn, _ stated
 		return fmt.Errorf("service %s: %w", a.Key(), err)
 	}
 	defer cancel()
+	if w.wrote != nil {
+		w.wrote()
+	}
 	if err := w.apply(wctx, a, svc); err != nil {
 		return fmt.Errorf("service %s: %w", a.Key(), err)
 	}
