@@ -4,8 +4,9 @@
 // Reads: the kubeconfig (or the in-cluster service account).
 // Writes: nothing; provides kubernetes.Interface (protobuf, rate limited),
 // kubeclient.Unthrottled (protobuf, for the LB IPAM allocator's status
-// writes), versioned.Interface (JSON, rate limited) and
-// record.EventRecorder.
+// writes), versioned.Interface (JSON, rate limited), record.EventRecorder,
+// and the gate (cells/internal/reconnect) that holds the watches while the
+// API server is unreachable and probes its /readyz.
 package k8sclient
 
 import (
@@ -35,5 +36,5 @@ var Cell = cell.Module(
 	"Kubernetes API clients",
 
 	cell.Config(Defaults),
-	cell.Provide(newClients, newEventRecorder),
+	cell.Provide(newClients, newEventRecorder, newGate),
 )

@@ -19,6 +19,7 @@ import (
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/cells/internal/k8sreflect"
+	"github.com/heraldlb/herald/cells/internal/reconnect"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -34,6 +35,7 @@ type params struct {
 	Agent    agentconfig.Config
 	Fresh    *freshness
 	Log      *slog.Logger
+	Gate     *reconnect.Gate
 	Kinds    []k8sreflect.Kind   `group:"k8s-kinds"`
 	Requests []tables.Reflection `group:"reflections"`
 }
@@ -64,7 +66,7 @@ func reflectRequested(p params) error {
 	}
 	env := k8sreflect.Env{
 		Clients: k8sreflect.Clients{Kube: p.Kube, Herald: p.Herald, Node: p.Agent.Node()},
-		DB:      p.DB, Jobs: p.Jobs, Log: p.Log,
+		DB:      p.DB, Jobs: p.Jobs, Log: p.Log, Gate: p.Gate,
 	}
 	names := slices.Sorted(maps.Keys(want))
 	for _, name := range names {

@@ -1,5 +1,6 @@
 // Package k8sreflect mirrors Kubernetes objects into statedb tables: the
-// reflector (an informer whose events land in a table in batches), its
+// reflector (client-go's reflector, whose events land in a table in
+// batches), its
 // catch-up with the API server (tables.Freshness), and Kind, the
 // definition of one kind of object and its table.
 //
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
+	"github.com/heraldlb/herald/cells/internal/reconnect"
 )
 
 // Clients are what a kind lists and watches with.
@@ -40,6 +42,9 @@ type Env struct {
 	DB   *statedb.DB
 	Jobs job.Group
 	Log  *slog.Logger
+	// Gate holds the calls that did not reach the API server until it is
+	// ready again (shared by every reflector of the agent).
+	Gate *reconnect.Gate
 }
 
 // Kind is one kind of Kubernetes object, mirrored into one table.
@@ -93,7 +98,7 @@ func Define[K runtime.Object, Obj any](table statedb.RWTable[Obj], def Def[K, Ob
 			r := &reflector[K, Obj]{
 				name: def.Name, db: env.DB, log: env.Log, table: table,
 				lw: def.ListWatch(env.Clients, namespace), example: def.Example,
-				transform: def.Transform, versionOf: def.VersionOf,
+				transform: def.Transform, versionOf: def.VersionOf, gate: env.Gate,
 			}
 			r.register(env.Jobs)
 			if def.VersionOf == nil {

@@ -2,9 +2,11 @@ package k8sreflect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/hive/cell"
@@ -13,12 +15,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/heraldlb/herald/cells/internal/reconnect"
 )
 
-// reflector mirrors one kind of Kubernetes object into a table through an
-// informer. Events are batched: a burst of a thousand Service creations
+// reflector mirrors one kind of Kubernetes object into a table through
+// client-go's reflector. Events are batched: a burst of a thousand Service creations
 // becomes a few write transactions, not a thousand.
 type reflector[K runtime.Object, Obj any] struct {
 	name      string
@@ -28,6 +34,8 @@ type reflector[K runtime.Object, Obj any] struct {
 	example   K // an empty object of the kind, for the informer
 	transform func(K) Obj
 	log       *slog.Logger
+	// gate holds calls that did not reach the API server (nil: none).
+	gate *reconnect.Gate
 
 	// versionOf returns a row's object key ("namespace/name" or "name")
 	// and resourceVersion; reflectors that have it can catch up
@@ -44,10 +52,14 @@ type pendingEvent[K any] struct {
 	// unknownFinal: a deletion noticed by a relist, not by a watch event;
 	// obj is then the last version seen, not the deleted one.
 	unknownFinal bool
+	// listed marks the end of a list's objects; fails is the reflector's
+	// failure count when the list was stored.
+	listed bool
+	fails  uint64
 }
 
 // register adds the reflector's job. The table counts as initialized once
-// the informer's initial list is in it.
+// the first list is in it.
 func (r *reflector[K, Obj]) register(jg job.Group) {
 	wtxn := r.db.WriteTxn(r.table)
 	initDone := r.table.RegisterInitializer(wtxn, "k8s-"+r.name)
@@ -57,28 +69,24 @@ func (r *reflector[K, Obj]) register(jg job.Group) {
 	}))
 }
 
+// run lists and watches, and writes what arrives into the table. Health
+// says whether the table is in sync with the API server: Degraded from the
+// first failed list or watch until a list made after the last failure is
+// in the table (after an outage the reflector always lists again), so that
+// readiness never claims a table the agent cannot trust yet.
 func (r *reflector[K, Obj]) run(ctx context.Context, health cell.Health, initDone func(statedb.WriteTxn)) error {
-	// Health follows the connection: Degraded while lists or watches
-	// fail, OK again as soon as one succeeds, so that readiness reflects
-	// the present after an API-server outage.
-	inf := cache.NewSharedIndexInformer(&reportingListWatch{ListerWatcher: r.lw, health: health, name: r.name}, r.example, 0, cache.Indexers{})
-	_ = inf.SetTransform(stripUnused)
-	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
-		r.log.Warn("Watch failed, retrying", "kind", r.name, "error", err)
-		health.Degraded("watch "+r.name, err)
-	})
+	lw := &reportingListWatch{ListerWatcher: r.lw, health: health, name: r.name, gate: r.gate}
 	q := newEventQueue[K]()
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { q.push(o, false) },
-		UpdateFunc: func(_, o any) { q.push(o, false) },
-		DeleteFunc: func(o any) { q.push(o, true) },
-	})
-	if err != nil {
-		return fmt.Errorf("%s informer: %w", r.name, err)
-	}
-	go inf.Run(ctx.Done())
+	store := newQueueStore(q, lw.failures.Load)
+	refl := cache.NewReflectorWithOptions(lw, r.example, store, cache.ReflectorOptions{Name: r.name, TypeDescription: r.name})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.listAndWatch(ctx, refl)
+	}()
+	defer func() { <-done }()
 
-	synced := false
+	initialized := false
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -88,28 +96,66 @@ func (r *reflector[K, Obj]) run(ctx context.Context, health cell.Health, initDon
 		case <-q.wake:
 		case <-tick.C:
 		}
-		r.write(q.take())
-		if !synced && reg.HasSynced() {
-			// Everything the initial list delivered was pushed before
-			// HasSynced turned true; write it, then mark initialized.
-			r.write(q.take())
+		listedAt, listed := r.write(q.take())
+		if !listed {
+			continue
+		}
+		if !initialized {
 			wtxn := r.db.WriteTxn(r.table)
 			initDone(wtxn)
 			wtxn.Commit()
-			synced = true
-			health.OK("watching")
+			initialized = true
 			r.log.Info("Initial sync done", "kind", r.name)
+		}
+		if listedAt == lw.failures.Load() {
+			if lw.recovering.Swap(false) {
+				r.log.Info("In sync with the API server again", "kind", r.name)
+			}
+			health.OK("in sync")
 		}
 	}
 }
 
-// write applies a batch of events in one transaction.
-func (r *reflector[K, Obj]) write(batch []pendingEvent[K]) {
+// listAndWatch runs client-go's reflector until ctx ends. A call that did
+// not reach the API server never gets here: the gate holds it until the API
+// server is ready (reportingListWatch), and then the reflector lists again
+// at once. Everything else is retried as client-go's informers do (0.8 s
+// doubling to 30 s, jittered, reset after two quiet minutes).
+func (r *reflector[K, Obj]) listAndWatch(ctx context.Context, refl *cache.Reflector) {
+	backoff := wait.NewExponentialBackoffManager(800*time.Millisecond, 30*time.Second, 2*time.Minute, 2.0, 1.0, clock.RealClock{})
+	for ctx.Err() == nil {
+		err := refl.ListAndWatchWithContext(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, errBackAgain) {
+			continue // the gate already spread this agent's reflectors
+		}
+		if err != nil {
+			r.log.Warn("List or watch failed, retrying", "kind", r.name, "error", err)
+		}
+		t := backoff.Backoff()
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// write applies a batch of events in one transaction. It returns the
+// failure count of the last list the batch completed, if any.
+func (r *reflector[K, Obj]) write(batch []pendingEvent[K]) (listedAt uint64, listed bool) {
 	if len(batch) == 0 {
-		return
+		return 0, false
 	}
 	wtxn := r.db.WriteTxn(r.table)
 	for _, ev := range batch {
+		if ev.listed {
+			listedAt, listed = ev.fails, true
+			continue
+		}
 		obj := r.transform(ev.obj)
 		if ev.deleted {
 			_, _, _ = r.table.Delete(wtxn, obj)
@@ -119,10 +165,11 @@ func (r *reflector[K, Obj]) write(batch []pendingEvent[K]) {
 		}
 	}
 	wtxn.Commit()
+	return listedAt, listed
 }
 
-// eventQueue collects the informer's events until the reflector writes
-// them: the informer's handler must not wait for a write transaction.
+// eventQueue collects the reflector's changes until the run loop writes
+// them: the reflector must not wait for a write transaction.
 type eventQueue[K any] struct {
 	mu      sync.Mutex
 	pending []pendingEvent[K]
@@ -133,17 +180,17 @@ func newEventQueue[K any]() *eventQueue[K] {
 	return &eventQueue[K]{wake: make(chan struct{}, 1)}
 }
 
-func (q *eventQueue[K]) push(o any, deleted bool) {
-	unknownFinal := false
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o, unknownFinal = d.Obj, true
-	}
-	k, ok := o.(K)
-	if !ok {
-		return
-	}
+func (q *eventQueue[K]) push(k K, deleted, unknownFinal bool) {
+	q.add(pendingEvent[K]{obj: k, deleted: deleted, unknownFinal: unknownFinal})
+}
+
+func (q *eventQueue[K]) listed(fails uint64) {
+	q.add(pendingEvent[K]{listed: true, fails: fails})
+}
+
+func (q *eventQueue[K]) add(ev pendingEvent[K]) {
 	q.mu.Lock()
-	q.pending = append(q.pending, pendingEvent[K]{k, deleted, unknownFinal})
+	q.pending = append(q.pending, ev)
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -192,44 +239,77 @@ func (r *reflector[K, Obj]) catchUp(ctx context.Context) error {
 	}
 }
 
-// reportingListWatch reports each list and watch call to the reflector's
-// health. The informer's own error handler sees only watch errors, and
-// nothing at all when a watch is re-established.
+// errBackAgain ends a watch that failed because the API server was
+// unreachable, once the gate says it is ready again: the reflector then
+// lists afresh rather than resuming, so that the table is known to be in
+// sync once that list is in it. It wraps nothing: client-go must not take
+// it for "connection refused", which it would retry with its own backoff.
+var errBackAgain = errors.New("the API server is ready again after it was unreachable: listing again")
+
+// reportingListWatch reports each failed list and watch call to the
+// reflector's health, and holds the calls that did not reach the API
+// server at the agent's gate.
 type reportingListWatch struct {
 	cache.ListerWatcher
 	health cell.Health
 	name   string
+	gate   *reconnect.Gate
+	// failures counts failed calls: a list stored after the last failure
+	// puts the table back in sync.
+	failures atomic.Uint64
+	// recovering: a failure was reported and no list since has synced.
+	recovering atomic.Bool
 }
 
 func (l *reportingListWatch) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	obj, err := cache.ToListerWithContext(l.ListerWatcher).ListWithContext(ctx, o)
-	l.report("list", err)
-	return obj, err
+	for {
+		obj, err := cache.ToListerWithContext(l.ListerWatcher).ListWithContext(ctx, o)
+		if !l.failed("list", err) {
+			return obj, err
+		}
+		if l.gate == nil || !reconnect.Unreachable(err) {
+			return obj, err
+		}
+		if l.gate.Wait(ctx) != nil {
+			return obj, err
+		}
+	}
 }
 
 func (l *reportingListWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 	w, err := cache.ToWatcherWithContext(l.ListerWatcher).WatchWithContext(ctx, o)
-	l.report("watch", err)
-	return w, err
+	if !l.failed("watch", err) || l.gate == nil || !reconnect.Unreachable(err) {
+		return w, err
+	}
+	if werr := l.gate.Wait(ctx); werr != nil {
+		return nil, werr
+	}
+	return nil, errBackAgain
 }
 
-func (l *reportingListWatch) report(call string, err error) {
-	if err != nil {
-		l.health.Degraded(call+" "+l.name, err)
-		return
+// failed reports err, if any, and tells the gate when a call got through.
+func (l *reportingListWatch) failed(call string, err error) bool {
+	if err == nil {
+		if l.gate != nil {
+			l.gate.Reached()
+		}
+		return false
 	}
-	l.health.OK("watching")
+	l.failures.Add(1)
+	l.recovering.Store(true)
+	l.health.Degraded(call+" "+l.name, err)
+	return true
 }
 
 // lastApplied is kubectl's copy of the object as last applied, often the
 // largest annotation on an object.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
-// stripUnused drops, before the informer stores an object, what no row is
+// stripUnused drops, before the reflector's store keeps an object, what no row is
 // made of: the field sets of server-side apply's managed fields (every
 // writer's list of fields, larger than a Service's spec; who manages what,
 // which rows do read, stays) and kubectl's last-applied annotation. The
-// informer keeps a copy of every object for as long as it exists; with 2000
+// store keeps a copy of every object for as long as it exists; with 2000
 // Services the field sets were a fifth of the agent's heap.
 func stripUnused(o any) (any, error) {
 	if m, err := meta.Accessor(o); err == nil {

@@ -25,8 +25,11 @@ type Job struct {
 	Name string
 	// RetryAfter paces new attempts when Run fails while its term goes on.
 	RetryAfter time.Duration
-	// Run does the work of one term, with a context that ends with it.
-	Run func(ctx context.Context, term uint64) error
+	// Run does the work of one term, with a context that ends with it. It
+	// calls working once the term's work runs (caught up with the API
+	// server, decisions restored): until then health says Degraded, so
+	// that readiness never claims a leader that cannot act yet.
+	Run func(ctx context.Context, term uint64, working func()) error
 	// Clear drops what a term decided, after each term and at the end:
 	// nothing survives from one term to the next.
 	Clear func()
@@ -38,8 +41,8 @@ func (j Job) Follow(ctx context.Context, health cell.Health, log *slog.Logger) {
 	health.OK("following")
 	j.terms(ctx,
 		func(ctx context.Context, term uint64) error {
-			health.OK(fmt.Sprintf("leading, term %d", term))
-			return j.Run(ctx, term)
+			health.Degraded(fmt.Sprintf("leading, term %d, catching up with the API server", term), nil)
+			return j.Run(ctx, term, func() { health.OK(fmt.Sprintf("leading, term %d", term)) })
 		},
 		func(term uint64, err error, termOver bool) {
 			j.Clear()

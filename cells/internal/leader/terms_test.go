@@ -38,7 +38,7 @@ func TestJobFollowsTerms(t *testing.T) {
 	)
 	note := func(s string) { mu.Lock(); log = append(log, s); mu.Unlock() }
 	job := Job{DB: db, Leadership: leadership, Lease: "test", Name: "test job", RetryAfter: 10 * time.Millisecond,
-		Run: func(ctx context.Context, term uint64) error {
+		Run: func(ctx context.Context, term uint64, _ func()) error {
 			mu.Lock()
 			fail := failing && term == 2
 			failing = failing && !fail

@@ -56,7 +56,7 @@ func registerAllocator(p params) error {
 // server, builds a fresh engine from what the Services already hold, then
 // feeds pool and Service changes to it and writes its decisions, stamped
 // with the term, to the tables.
-func allocate(ctx context.Context, p params, term uint64) error {
+func allocate(ctx context.Context, p params, term uint64, working func()) error {
 	if err := waitInitialized(ctx, p); err != nil {
 		return err
 	}
@@ -94,6 +94,7 @@ func allocate(ctx context.Context, p params, term uint64) error {
 			n := restoreServices(e, svcs)
 			p.Log.Info("Restored allocations from Service status", "term", term, "services", n, "caught-up-in", caughtUp.Round(time.Millisecond))
 			first = false
+			working()
 		} else {
 			applyServiceChanges(e, svcs)
 		}

@@ -19,7 +19,7 @@ const retryTerm = time.Second
 // the decisions of an ended term are deleted so that nothing writes them.
 func runTerms(ctx context.Context, p params, health cell.Health) {
 	leader.Job{DB: p.DB, Leadership: p.Leadership, Lease: tables.LBIPAMLease, Name: "LB IPAM", RetryAfter: retryTerm,
-		Run:   func(ctx context.Context, term uint64) error { return allocate(ctx, p, term) },
+		Run:   func(ctx context.Context, term uint64, working func()) error { return allocate(ctx, p, term, working) },
 		Clear: func() { clearDecisions(p) },
 	}.Follow(ctx, health, p.Log)
 }

@@ -49,7 +49,7 @@ func registerAllocator(p params) error {
 	}
 	p.Jobs.Add(job.OneShot("allocate", func(ctx context.Context, health cell.Health) error {
 		leader.Job{DB: p.DB, Leadership: p.Leadership, Lease: tables.PodIPAMLease, Name: "Pod CIDR allocator", RetryAfter: time.Second,
-			Run:   func(ctx context.Context, term uint64) error { return allocate(ctx, p, term) },
+			Run:   func(ctx context.Context, term uint64, working func()) error { return allocate(ctx, p, term, working) },
 			Clear: func() { clearDecisions(p) },
 		}.Follow(ctx, health, p.Log)
 		return nil
@@ -59,7 +59,7 @@ func registerAllocator(p params) error {
 
 // allocate runs one term: catch up, auto-create pools, rebuild the engine
 // from what the CiliumNodes hold, then follow the changes.
-func allocate(ctx context.Context, p params, term uint64) error {
+func allocate(ctx context.Context, p params, term uint64, working func()) error {
 	if err := waitInitialized(ctx, p.DB, p.Pools, p.CiliumNodes, p.Nodes); err != nil {
 		return err
 	}
@@ -108,6 +108,7 @@ func allocate(ctx context.Context, p params, term uint64) error {
 		count := applyCiliumNodeChanges(e, cns)
 		if first {
 			p.Log.Info("Restored pod CIDRs from the CiliumNodes", "term", term, "nodes", count, "caught-up-in", time.Since(start).Round(time.Millisecond))
+			working()
 			first = false
 		}
 		res := e.Evaluate(time.Now())
