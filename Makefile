@@ -18,7 +18,7 @@ REALCLUSTER_DIR ?= $(OUTPUT)/realcluster
 OLDEST_KUBE_VERSION := $(shell sed -n 's/^KUBE_OLDEST_VERSION=//p' install/dev/kube-versions.sh)
 
 .PHONY: all build test test-unit test-integration test-realcluster kernel-check generate verify-generate lint fuzz demo \
-        cluster-up cluster-down realcluster-up realcluster-down demo-netns bench-alloc bench-failover bench-ipam bench-l2 \
+        cluster-up cluster-down realcluster-up realcluster-down demo-netns bench-alloc bench-apirestart bench-failover bench-ipam bench-l2 \
         bench-bgp bench-realcluster manifests demo-down tools clean
 
 all: build
@@ -116,6 +116,13 @@ BENCH_FAILOVER_FLAGS ?= -duration 2m -kill-every 10s -rate 10
 bench-failover: tools build
 	$(GO) build -o $(BIN)/bench-failover ./test/bench/cmd/bench-failover
 	$(BIN)/bench-failover $(BENCH_FAILOVER_FLAGS)
+
+## bench-apirestart: the kube-apiserver killed, 20 s down, started again, 5 times: agents healthy and a
+## new Service's address after it is ready, the agents' requests to it; main's agent as the baseline.
+BENCH_APIRESTART_FLAGS ?= -cycles 5 -down 20s -baseline main
+bench-apirestart: tools build
+	$(GO) build -o $(BIN)/bench-apirestart ./test/bench/cmd/bench-apirestart
+	$(BIN)/bench-apirestart $(BENCH_APIRESTART_FLAGS)
 
 ## bench-ipam: multi-pool IPAM: ADD latency and API calls on a node with its CIDR, 1000 Pods on 3 nodes
 ## from nothing, the pod CIDR allocator with 1000 nodes, its engine alone (needs root; about 6 minutes).

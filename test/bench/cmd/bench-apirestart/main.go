@@ -46,6 +46,7 @@ type options struct {
 	window   time.Duration
 	baseline string
 	port     int
+	keep     bool
 }
 
 func main() {
@@ -55,6 +56,7 @@ func main() {
 	flag.DurationVar(&o.window, "window", 40*time.Second, "how long after the restart the agents' requests are counted")
 	flag.StringVar(&o.baseline, "baseline", "", "git revision whose agent runs the same cycles first (e.g. main)")
 	flag.IntVar(&o.port, "health-port", 19965, "first of three loopback ports for the agents' /healthz")
+	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (agent logs, audit logs) and print its path")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -83,7 +85,11 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	if o.keep {
+		defer logf("kept %s", work)
+	} else {
+		defer os.RemoveAll(work)
+	}
 	var builds []build
 	if o.baseline != "" {
 		src, err := checkout(root, o.baseline, filepath.Join(work, "baseline-src"))
