@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/cells/internal/lease"
+	"github.com/heraldlb/herald/cells/internal/reconnect"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -27,6 +28,9 @@ type params struct {
 	Leadership statedb.RWTable[*tables.Leadership]
 	Jobs       job.Group
 	Log        *slog.Logger
+	// Gate holds the followers' calls while the API server is unreachable
+	// (k8sclient); without it they retry every retry period.
+	Gate *reconnect.Gate `optional:"true"`
 }
 
 // Identity is unique per agent process, "<node>_<uuid>" like
@@ -49,6 +53,7 @@ func registerCampaigns(p params) error {
 		c := &campaign{
 			Elector: lease.NewElector(el.Lease, id, el.Timings, api, time.Now),
 			api:     api,
+			gate:    p.Gate,
 			db:      p.DB,
 			table:   p.Leadership,
 			log:     p.Log.With("lease", p.Agent.K8sNamespace+"/"+el.Lease, "identity", id),
@@ -63,6 +68,7 @@ func registerCampaigns(p params) error {
 type campaign struct {
 	*lease.Elector
 	api   *lease.Kube
+	gate  *reconnect.Gate
 	db    *statedb.DB
 	table statedb.RWTable[*tables.Leadership]
 	log   *slog.Logger
@@ -82,7 +88,7 @@ func (c *campaign) run(ctx context.Context, health cell.Health) error {
 	sightings := make(chan sighting, 16)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	go c.api.Watch(watchCtx, c.Timings().RetryPeriod,
+	go c.api.Watch(watchCtx, c.pause,
 		func(r *lease.Record, at time.Time) {
 			select {
 			case sightings <- sighting{r, at}:
@@ -141,12 +147,32 @@ func (c *campaign) renewOnce(ctx context.Context, health cell.Health) {
 func (c *campaign) acquireOnce(ctx context.Context, health cell.Health) {
 	started, err := c.TryAcquire(ctx)
 	c.report(err, health)
+	if err != nil && c.gate != nil && reconnect.Unreachable(err) {
+		// A follower waits for the API server with the agent's watches:
+		// one probe per agent while it is down, not one read every retry
+		// period, and no burst of reads the moment it is back. The leader
+		// renews on its own schedule: its term depends on it.
+		_ = c.gate.Wait(ctx)
+	}
 	switch {
 	case started:
 		c.log.Info("Became leader", "term", c.Term())
 		health.OK(fmt.Sprintf("leading, term %d", c.Term()))
 	case err == nil:
 		health.OK("following " + dashIfEmpty(c.State().Holder))
+	}
+}
+
+// pause comes between two watches of the Lease: until the API server is
+// ready again if it was unreachable, else a retry period.
+func (c *campaign) pause(ctx context.Context, err error) {
+	if c.gate != nil && reconnect.Unreachable(err) {
+		_ = c.gate.Wait(ctx)
+		return
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(c.Timings().RetryPeriod):
 	}
 }
 

@@ -72,16 +72,16 @@ func (k *Kube) Update(ctx context.Context, r Record) (*Record, error) {
 // seen, until ctx ends. A (re)started watch first reads the Lease, then
 // watches from that version. Followers learn of renewals this way without
 // polling; if the watch keeps failing they still take over, just later
-// (each takeover attempt reads the Lease again).
-func (k *Kube) Watch(ctx context.Context, backoff time.Duration, seen func(*Record, time.Time), failed func(error)) {
+// (each takeover attempt reads the Lease again). Between two watches it
+// calls pause with the error that ended the last one (nil: the API server
+// closed it).
+func (k *Kube) Watch(ctx context.Context, pause func(context.Context, error), seen func(*Record, time.Time), failed func(error)) {
 	for ctx.Err() == nil {
-		if err := k.watchOnce(ctx, seen); err != nil && ctx.Err() == nil {
+		err := k.watchOnce(ctx, seen)
+		if err != nil && ctx.Err() == nil {
 			failed(err)
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
+		pause(ctx, err)
 	}
 }
 
