@@ -16,6 +16,7 @@ package reconnect
 import (
 	"errors"
 	"net"
+	"strings"
 	"time"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -73,8 +74,9 @@ func (p Policy) SpreadDelay(u float64) time.Duration {
 }
 
 // Unreachable reports whether err means the request never reached an API
-// server that answers: the connection was refused, reset or cut, or could
-// not be dialed. Only these wait for the gate; every answer of the API
+// server that answers: the connection was refused, reset or cut, could not
+// be dialed, or its TLS handshake or HTTP/2 health check went unanswered (a
+// frozen API server). Only these wait for the gate; every answer of the API
 // server, errors included, is left to the caller's own backoff.
 func Unreachable(err error) bool {
 	if err == nil {
@@ -84,5 +86,9 @@ func Unreachable(err error) bool {
 		return true
 	}
 	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "TLS handshake timeout") || strings.Contains(msg, "http2: client connection lost")
 }

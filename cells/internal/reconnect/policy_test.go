@@ -88,6 +88,8 @@ func TestUnreachable(t *testing.T) {
 		{fmt.Errorf("Get \"https://x\": %w", &net.OpError{Op: "dial", Err: syscall.EHOSTUNREACH}), true},
 		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, true},
 		{io.ErrUnexpectedEOF, true},
+		{errors.New("Get \"https://x/api/v1/services\": net/http: TLS handshake timeout"), true},
+		{errors.New("Get \"https://x/api/v1/services\": http2: client connection lost"), true},
 		{errors.New("the server has received too many requests"), false},
 		{errors.New("forbidden"), false},
 	} {
