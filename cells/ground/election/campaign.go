@@ -75,6 +75,8 @@ type campaign struct {
 
 	lastErr   string
 	lastErrAt time.Time
+	// failedAt is when the latest API call failed.
+	failedAt time.Time
 	// nextRenew paces renewals whatever else wakes the loop.
 	nextRenew time.Time
 }
@@ -179,7 +181,17 @@ func (c *campaign) pause(ctx context.Context, err error) {
 func (c *campaign) see(s sighting, health cell.Health) {
 	holder := c.State().Holder
 	c.Observe(s.r, s.at)
-	if !c.Leading() && holder != c.State().Holder {
+	if c.Leading() {
+		return
+	}
+	// A follower reads the Lease only through its watch while the leader
+	// renews it: a sighting after failed calls is the sign that the API
+	// server answers again.
+	recovered := c.lastErr != "" && s.at.After(c.failedAt)
+	if recovered {
+		c.report(nil, health)
+	}
+	if recovered || holder != c.State().Holder {
 		health.OK("following " + dashIfEmpty(c.State().Holder))
 		c.publish()
 	}
@@ -220,6 +232,7 @@ func (c *campaign) report(err error, health cell.Health) {
 		health.Degraded("campaigning, Lease API failing", err)
 	}
 	now := time.Now()
+	c.failedAt = now
 	if err.Error() != c.lastErr || now.Sub(c.lastErrAt) > 10*time.Second {
 		c.log.Warn("Lease election", "term", c.Term(), "leading", c.Leading(), "error", err)
 		c.lastErr, c.lastErrAt = err.Error(), now

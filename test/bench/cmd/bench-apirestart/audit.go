@@ -104,31 +104,40 @@ func kindOf(ev auditEvent) string {
 	return verb + " " + ev.ObjectRef.Resource
 }
 
+// renewal reports whether r is the leader renewing its Lease: it does that
+// every retry period whatever happened, so it is no part of reconnecting.
+func renewal(r request) bool { return r.kind == "UPDATE leases" }
+
 // printCycles prints one build's cycles and its requests by kind.
 func printCycles(name string, cs []cycle, window time.Duration) {
 	fmt.Printf("\n== %s\n", name)
-	fmt.Printf("%-6s %12s %14s %10s %10s %12s %12s %14s\n", "cycle", "-> healthy", "-> Service IP", "requests", "peak/1s", "first", "last", "Degraded seen")
+	fmt.Printf("%-6s %11s %14s %9s %13s %10s %9s %9s %9s\n", "cycle", "->healthy", "->Service IP", "requests", "w/o renewals", "peak/1s", "first", "last", "Degraded")
 	kinds := map[string]int{}
 	var healthy, address []float64
 	for i, c := range cs {
-		first, last := "-", "-"
-		if len(c.requests) > 0 {
-			first = fmtDur(c.requests[0].at.Sub(c.ready))
-			last = fmtDur(c.requests[len(c.requests)-1].at.Sub(c.ready))
-		}
+		var other []request
 		for _, r := range c.requests {
 			k := r.kind
 			if r.code != 0 && (r.code < 200 || r.code > 299) {
 				k += fmt.Sprintf(" %d", r.code)
 			}
 			kinds[k]++
+			if !renewal(r) {
+				other = append(other, r)
+			}
 		}
-		fmt.Printf("%-6d %12s %14s %10d %10d %12s %12s %14v\n", i+1, fmtDur(c.healthy), fmtDur(c.address), len(c.requests), peak(c.requests), first, last, c.degraded)
+		first, last := "-", "-"
+		if len(other) > 0 {
+			first = fmtDur(other[0].at.Sub(c.ready))
+			last = fmtDur(other[len(other)-1].at.Sub(c.ready))
+		}
+		fmt.Printf("%-6d %11s %14s %9d %13d %10d %9s %9s %9v\n", i+1, fmtDur(c.healthy), fmtDur(c.address), len(c.requests), len(other), peak(other), first, last, c.degraded)
 		healthy = append(healthy, c.healthy.Seconds())
 		address = append(address, c.address.Seconds())
 	}
-	fmt.Printf("median: -> healthy %.2fs, -> Service IP %.2fs (times relative to the API server's /readyz OK; requests: the agents', in the first %s after it started)\n",
-		median(healthy), median(address), window)
+	fmt.Printf("median: ->healthy %.2fs, ->Service IP %.2fs\n", median(healthy), median(address))
+	fmt.Printf("(times relative to the API server's /readyz OK; requests: the agents', received in the first %s after it started;\n", window)
+	fmt.Printf(" peak, first, last: of those other than the leader's Lease renewals)\n")
 	fmt.Printf("agent requests over all cycles, by kind:\n")
 	for _, k := range slices.Sorted(maps.Keys(kinds)) {
 		fmt.Printf("  %-50s %5d\n", k, kinds[k])
