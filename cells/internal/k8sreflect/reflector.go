@@ -75,6 +75,7 @@ func (r *reflector[K, Obj]) register(jg job.Group) {
 // in the table (after an outage the reflector always lists again), so that
 // readiness never claims a table the agent cannot trust yet.
 func (r *reflector[K, Obj]) run(ctx context.Context, health cell.Health, initDone func(statedb.WriteTxn)) error {
+	health.Degraded("not in sync yet: waiting for the first list of "+r.name, nil)
 	lw := &reportingListWatch{ListerWatcher: r.lw, health: health, name: r.name, gate: r.gate}
 	q := newEventQueue[K]()
 	store := newQueueStore(q, lw.failures.Load)
