@@ -76,7 +76,7 @@ type KindOut struct {
 type Def[K runtime.Object, Obj any] struct {
 	// Name names the reflector in logs, health and job names ("lb-pools").
 	Name string
-	// Example is an empty object of the kind, for the informer.
+	// Example is an empty object of the kind, for client-go's reflector.
 	Example K
 	// Namespaced: see Kind.
 	Namespaced bool
@@ -115,7 +115,7 @@ type listWatcher[L runtime.Object] interface {
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
-// ListWatch adapts a typed client for an informer; fieldSelector, when
+// ListWatch adapts a typed client for a reflector; fieldSelector, when
 // set, narrows both calls.
 func ListWatch[L runtime.Object](c listWatcher[L], fieldSelector string) cache.ListerWatcher {
 	narrow := func(o metav1.ListOptions) metav1.ListOptions {

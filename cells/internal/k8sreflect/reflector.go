@@ -31,7 +31,7 @@ type reflector[K runtime.Object, Obj any] struct {
 	db        *statedb.DB
 	table     statedb.RWTable[Obj]
 	lw        cache.ListerWatcher
-	example   K // an empty object of the kind, for the informer
+	example   K // an empty object of the kind, for client-go's reflector
 	transform func(K) Obj
 	log       *slog.Logger
 	// gate holds calls that did not reach the API server (nil: none).

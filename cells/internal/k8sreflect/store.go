@@ -5,8 +5,8 @@ import (
 )
 
 // queueStore is the reflector's store (cache.ReflectorStore): it keeps
-// the objects by key, as an informer's store does, and passes every change
-// on to the event queue. A list (Replace) ends with a marker that carries
+// the objects by key, as an informer's store does (stripped of what no
+// row is made of), and passes every change on to the event queue. A list (Replace) ends with a marker that carries
 // the reflector's failure count at that moment: once the run loop wrote
 // the batch up to a marker, the table holds that list.
 type queueStore[K any] struct {

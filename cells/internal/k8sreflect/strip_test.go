@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The informer's copy loses the managed fields' field sets and kubectl's
+// The reflector store's copy loses the managed fields' field sets and kubectl's
 // last-applied annotation, and keeps everything a row is made of: which
 // manager wrote which subresource, the other annotations.
 func TestStripUnused(t *testing.T) {
