@@ -301,6 +301,9 @@ spec:
   - cidr: "20.0.10.0/24"
   disabled: true
 `)
+	// The counts are written at most once a second: wait for them before
+	// reading the columns they fill.
+	s.waitPoolCounts("blue-pool", "256", "255", "1")
 	// $ kubectl get ippools
 	// blue-pool   true       False   ...
 	out := kubectl(t, "get", "ippools")
