@@ -83,25 +83,28 @@ const (
 var subnet = netip.MustParsePrefix("198.18.9.0/24")
 
 type options struct {
-	parts      string
-	adds       int
-	addMask    int
-	pods       int
-	nodes      int
-	perNode    int
-	scaleMask  int
-	scaleModes string
-	fakes      int
-	workers    int
-	allocMask  int
-	agentArgs  string
-	engineN    string
-	cpuProf    string
+	parts       string
+	adds        int
+	addMask     int
+	pods        int
+	nodes       int
+	perNode     int
+	scaleMask   int
+	scaleModes  string
+	fakes       int
+	workers     int
+	allocMask   int
+	agentArgs   string
+	engineN     string
+	cpuProf     string
+	chainAdds   int
+	chainBlock  int
+	baselineRef string
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.parts, "parts", "add,scale,allocator,engine", "parts to run, comma separated: add, scale, allocator, engine")
+	flag.StringVar(&o.parts, "parts", "add,scale,allocator,engine", "parts to run, comma separated: chain, add, scale, allocator, engine")
 	flag.IntVar(&o.adds, "adds", 1000, "add: sequential ADDs of each kind")
 	flag.IntVar(&o.addMask, "add-mask", 21, "add: mask size of the default pool (one CIDR must hold every Pod: /21 has 2045 usable addresses)")
 	flag.IntVar(&o.pods, "pods", 1000, "scale: Pods")
@@ -114,6 +117,9 @@ func main() {
 	flag.IntVar(&o.allocMask, "allocator-mask", 27, "allocator: mask size of the default pool (2 x cilium-nodes CIDRs must fit in "+poolCIDR+")")
 	flag.StringVar(&o.agentArgs, "agent-args", "", "extra herald-agent flags, space separated (e.g. \"--k8s-client-qps=1000 --k8s-client-burst=2000\")")
 	flag.StringVar(&o.engineN, "engine-nodes", "500,1000,2000", "engine: node counts for the allocator's engine alone, comma separated")
+	flag.IntVar(&o.chainAdds, "chain-adds", 1000, "chain: sequential ADDs (and DELs) of each IPAM plugin")
+	flag.IntVar(&o.chainBlock, "chain-block", 100, "chain: ADDs of one plugin in a row before the next plugin's block")
+	flag.StringVar(&o.baselineRef, "baseline-ref", "", "chain: also run herald-ipam and herald-agent built from this git revision (e.g. main), on a second node")
 	flag.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of this process (e.g. of -parts engine) to the file")
 	flag.Parse()
 	if os.Geteuid() != 0 {
@@ -145,12 +151,12 @@ func run(ctx context.Context, o options) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	parts := map[string]func(context.Context, options) error{"add": benchAdd, "scale": benchScale, "allocator": benchAllocator, "engine": benchEngine}
+	parts := map[string]func(context.Context, options) error{"chain": benchChain, "add": benchAdd, "scale": benchScale, "allocator": benchAllocator, "engine": benchEngine}
 	var order []string
 	for _, p := range strings.Split(o.parts, ",") {
 		p = strings.TrimSpace(p)
 		if parts[p] == nil {
-			return fmt.Errorf("-parts: unknown part %q (add, scale, allocator, engine)", p)
+			return fmt.Errorf("-parts: unknown part %q (chain, add, scale, allocator, engine)", p)
 		}
 		order = append(order, p)
 	}
@@ -343,15 +349,24 @@ type node struct {
 }
 
 // startNode starts the agent of a host with multi-pool IPAM (IPv4) and
-// prepares its runtime.
+// prepares its runtime, with the binaries of this tree.
 func (l *lab) startNode(name string, extra ...string) (*node, error) {
+	return l.startNodeWith(name, binaries{agent: l.agentBin, dbg: l.dbgBin, ipam: l.ipamBin}, extra...)
+}
+
+// binaries are one build of herald-agent, herald-dbg and herald-ipam.
+type binaries struct{ agent, dbg, ipam string }
+
+// startNodeWith is startNode with the binaries of another build (a
+// baseline to compare with).
+func (l *lab) startNodeWith(name string, bins binaries, extra ...string) (*node, error) {
 	h := l.lan.Host(name)
 	n := &node{name: name, dir: filepath.Join(l.work, name)}
 	n.socket = filepath.Join(n.dir, "ipam.sock")
 	n.stateDir = filepath.Join(n.dir, "state")
 	args := append([]string{"--ipam=multi-pool", "--ipam-socket=" + n.socket, "--ipam-state-dir=" + n.stateDir}, extra...)
 	n.agent = agentproc.New(agentproc.Options{
-		Name: name, Netns: h.Netns, Dir: n.dir, AgentBin: l.agentBin, DbgBin: l.dbgBin,
+		Name: name, Netns: h.Netns, Dir: n.dir, AgentBin: bins.agent, DbgBin: bins.dbg,
 		Kubeconfig: l.c.Kubeconfig, Namespace: leaseNS, Args: args,
 	})
 	if err := n.agent.Start(); err != nil {
@@ -368,7 +383,7 @@ func (l *lab) startNode(name string, extra ...string) (*node, error) {
 	}
 	n.rt, err = cnitest.NewRuntime(cnitest.RuntimeOptions{
 		Conflist: conf, NodeNetns: filepath.Join(cnitest.NetnsDir, h.Netns),
-		PluginDirs: []string{cnitest.PluginsDir(), filepath.Dir(l.ipamBin)}, CacheDir: cache,
+		PluginDirs: []string{cnitest.PluginsDir(), filepath.Dir(bins.ipam)}, CacheDir: cache,
 	})
 	return n, err
 }
