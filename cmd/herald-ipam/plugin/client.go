@@ -1,13 +1,15 @@
 package plugin
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
+	"net/textproto"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -33,25 +35,26 @@ var (
 // hundred bytes.
 const maxAnswer = 1 << 20
 
+// The methods of api/ipam/v1.
+const (
+	methodGet  = "GET"
+	methodPost = "POST"
+)
+
 // client speaks api/ipam/v1 to the agent over its unix socket.
+//
+// It writes one HTTP/1.0 request per connection and reads the answer to
+// the end of the connection, on the calling goroutine: the agent's
+// net/http server answers HTTP/1.0 without chunking and closes the
+// connection after it. The plugin runs once per ADD, and importing
+// net/http's client (TLS, HTTP/2, proxies: about 80 packages to
+// initialize) and its connection goroutines cost each run more than the
+// request itself.
 type client struct {
 	socket string
-	http   *http.Client
 }
 
-func newClient(socket string) *client {
-	return &client{
-		socket: socket,
-		http: &http.Client{Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				var d net.Dialer
-				return d.DialContext(ctx, "unix", socket)
-			},
-			// One request per plugin run.
-			DisableKeepAlives: true,
-		}},
-	}
-}
+func newClient(socket string) *client { return &client{socket: socket} }
 
 // unreachableError says the agent gave no answer: no socket, nobody
 // listening, the connection broke or the time ran out. Whether the agent
@@ -75,33 +78,19 @@ func (c *client) call(ctx context.Context, timeout time.Duration, method, path s
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	var body io.Reader
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return types.NewError(types.ErrInternal, "herald-ipam: cannot encode the request", err.Error())
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	// The host part is ignored: the transport always dials the socket.
-	req, err := http.NewRequestWithContext(ctx, method, "http://herald-agent"+path, body)
+	status, b, err := c.roundTrip(ctx, method, path, body)
 	if err != nil {
-		return types.NewError(types.ErrInternal, "herald-ipam: cannot build the request", err.Error())
+		return &unreachableError{socket: c.socket, err: fmt.Errorf("%s %s: %w", method, path, err)}
 	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return &unreachableError{socket: c.socket, err: err}
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	if err != nil {
-		return &unreachableError{socket: c.socket, err: fmt.Errorf("reading the answer to %s %s: %w", method, path, err)}
-	}
-
-	if resp.StatusCode == http.StatusOK {
+	if status.code == 200 {
 		if out == nil {
 			return nil
 		}
@@ -114,10 +103,83 @@ func (c *client) call(ctx context.Context, timeout time.Duration, method, path s
 	var e v1.Error
 	if err := json.Unmarshal(b, &e); err != nil || e.Code == 0 || e.Msg == "" {
 		return types.NewError(types.ErrInternal,
-			fmt.Sprintf("herald-ipam: the agent answered %s %s with %s and no error", method, path, resp.Status),
+			fmt.Sprintf("herald-ipam: the agent answered %s %s with %s and no error", method, path, status.text),
 			truncate(string(b), 512))
 	}
 	return types.NewError(e.Code, e.Msg, e.Details)
+}
+
+// roundTrip sends one request on a new connection and returns the answer's
+// status and body. Any error means the agent gave no (whole) answer.
+func (c *client) roundTrip(ctx context.Context, method, path string, body []byte) (answerStatus, []byte, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.socket)
+	if err != nil {
+		return answerStatus{}, nil, err
+	}
+	defer conn.Close()
+	if deadline, ok := ctx.Deadline(); ok {
+		if err := conn.SetDeadline(deadline); err != nil {
+			return answerStatus{}, nil, err
+		}
+	}
+	// The host is required by the server and otherwise ignored.
+	req := fmt.Appendf(nil, "%s %s HTTP/1.0\r\nHost: herald-agent\r\n", method, path)
+	if body != nil {
+		req = fmt.Appendf(req, "Content-Type: application/json\r\nContent-Length: %d\r\n", len(body))
+	}
+	req = append(append(req, "\r\n"...), body...)
+	if _, err := conn.Write(req); err != nil {
+		return answerStatus{}, nil, err
+	}
+	return readAnswer(bufio.NewReader(conn))
+}
+
+// answerStatus is an answer's status line: 200 and "200 OK".
+type answerStatus struct {
+	code int
+	text string
+}
+
+// readAnswer reads an HTTP/1.x answer to an HTTP/1.0 request: status line,
+// headers, then the body, Content-Length bytes if the header is there and
+// otherwise up to the end of the connection.
+func readAnswer(r *bufio.Reader) (answerStatus, []byte, error) {
+	tp := textproto.NewReader(r)
+	line, err := tp.ReadLine()
+	if err != nil {
+		return answerStatus{}, nil, fmt.Errorf("reading the answer: %w", err)
+	}
+	proto, text, ok := strings.Cut(line, " ")
+	code, cerr := strconv.Atoi(text[:min(3, len(text))])
+	if !ok || !strings.HasPrefix(proto, "HTTP/1.") || cerr != nil || code < 100 {
+		return answerStatus{}, nil, fmt.Errorf("not an HTTP answer: %q", truncate(line, 64))
+	}
+	hdr, err := tp.ReadMIMEHeader()
+	if err != nil {
+		return answerStatus{}, nil, fmt.Errorf("reading the answer's headers: %w", err)
+	}
+	st := answerStatus{code: code, text: text}
+	if te := hdr.Get("Transfer-Encoding"); te != "" {
+		return st, nil, fmt.Errorf("answer with Transfer-Encoding %s to an HTTP/1.0 request", te)
+	}
+	body := io.LimitReader(r, maxAnswer)
+	if cl := hdr.Get("Content-Length"); cl != "" {
+		n, err := strconv.ParseInt(cl, 10, 64)
+		if err != nil || n < 0 || n > maxAnswer {
+			return st, nil, fmt.Errorf("answer with Content-Length %q", cl)
+		}
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return st, nil, fmt.Errorf("reading the answer's body: %w", err)
+		}
+		return st, b, nil
+	}
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return st, nil, fmt.Errorf("reading the answer's body: %w", err)
+	}
+	return st, b, nil
 }
 
 func truncate(s string, n int) string {

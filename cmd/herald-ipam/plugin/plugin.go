@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
@@ -60,7 +59,7 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 		Bridge:     conf.Bridge,
 	}
 	var resp v1.AddResponse
-	if err := newClient(conf.IPAM.Socket).call(context.Background(), addTimeout, http.MethodPost, v1.PathAdd, req, &resp); err != nil {
+	if err := newClient(conf.IPAM.Socket).call(context.Background(), addTimeout, methodPost, v1.PathAdd, req, &resp); err != nil {
 		return tryAgainIfUnreachable(err)
 	}
 	res, err := toResult(&resp, conf.Routes)
@@ -94,7 +93,7 @@ func (p *Plugin) Del(args *skel.CmdArgs) error {
 		Attachment: v1.Attachment{ContainerID: args.ContainerID, IfName: args.IfName},
 		Pod:        pod,
 	}
-	err = newClient(conf.IPAM.Socket).call(context.Background(), delTimeout, http.MethodPost, v1.PathDel, req, nil)
+	err = newClient(conf.IPAM.Socket).call(context.Background(), delTimeout, methodPost, v1.PathDel, req, nil)
 	var unreachable *unreachableError
 	switch {
 	case err == nil:
@@ -138,7 +137,7 @@ func (p *Plugin) Check(args *skel.CmdArgs) error {
 	for _, ip := range conf.PrevResult.IPs {
 		req.IPs = append(req.IPs, ip.Address.String())
 	}
-	err = newClient(conf.IPAM.Socket).call(context.Background(), checkTimeout, http.MethodPost, v1.PathCheck, req, nil)
+	err = newClient(conf.IPAM.Socket).call(context.Background(), checkTimeout, methodPost, v1.PathCheck, req, nil)
 	return tryAgainIfUnreachable(err)
 }
 
@@ -156,7 +155,7 @@ func (p *Plugin) GC(args *skel.CmdArgs) error {
 		return types.NewError(types.ErrInvalidNetworkConfig, "herald-ipam: GC without cni.dev/valid-attachments; nothing released", "")
 	}
 	req := v1.GCRequest{Network: conf.Network, ValidAttachments: conf.ValidAttachments}
-	err = newClient(conf.IPAM.Socket).call(context.Background(), gcTimeout, http.MethodPost, v1.PathGC, req, nil)
+	err = newClient(conf.IPAM.Socket).call(context.Background(), gcTimeout, methodPost, v1.PathGC, req, nil)
 	return tryAgainIfUnreachable(err)
 }
 
@@ -174,7 +173,7 @@ func (p *Plugin) Status(args *skel.CmdArgs) error {
 		return err
 	}
 	var st v1.StatusResponse
-	err = newClient(conf.IPAM.Socket).call(context.Background(), statusTimeout, http.MethodGet, v1.PathStatus, nil, &st)
+	err = newClient(conf.IPAM.Socket).call(context.Background(), statusTimeout, methodGet, v1.PathStatus, nil, &st)
 	var unreachable *unreachableError
 	var cniErr *types.Error
 	switch {
