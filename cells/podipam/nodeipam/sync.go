@@ -118,16 +118,25 @@ func (a *agent) takeAllocated(allocated []tables.PoolCIDRs) {
 // status.ipam.used is compared with what the CiliumNode lists, not with
 // what this run last wrote: after a restart, or a write of someone else,
 // it still ends up exact (down to empty).
+//
+// Within usedEvery of the last write nothing is compared: the map and its
+// digest cost time in the number of addresses in use, under the lock every
+// ADD takes, and the loop runs after every ADD. The timer compares then.
 func (a *agent) syncUsed(ctx context.Context, cn *tables.CiliumNode, found bool, lastWrite time.Time, timer <-chan time.Time) (time.Time, <-chan time.Time) {
+	if !found {
+		return lastWrite, timer
+	}
+	if wait := time.Until(lastWrite.Add(usedEvery)); wait > 0 {
+		if timer == nil {
+			timer = time.After(wait)
+		}
+		return lastWrite, timer
+	}
 	a.mu.Lock()
 	used := a.usedMap()
 	a.mu.Unlock()
-	if found && tables.UsedDigest(used) != cn.UsedDigest {
-		if wait := time.Until(lastWrite.Add(usedEvery)); wait > 0 {
-			if timer == nil {
-				timer = time.After(wait)
-			}
-		} else if err := a.writeUsed(ctx, used); err != nil {
+	if tables.UsedDigest(used) != cn.UsedDigest {
+		if err := a.writeUsed(ctx, used); err != nil {
 			a.Log.Warn("Writing the addresses in use to the CiliumNode failed; retrying", "node", a.node, "error", err)
 		} else {
 			lastWrite, timer = time.Now(), nil
