@@ -48,7 +48,11 @@ func (a *agent) ensureGateways(bridge string, cidrs []netip.Prefix) error {
 	if err != nil {
 		return fmt.Errorf("bridge %s: %w", bridge, err)
 	}
-	for _, c := range cidrs {
+	missing, err := missingGateways(link, cidrs)
+	if err != nil {
+		return fmt.Errorf("addresses of bridge %s: %w", bridge, err)
+	}
+	for _, c := range missing {
 		if err := netlink.AddrReplace(link, gatewayAddr(c)); err != nil {
 			if c.Addr().Is6() && errors.Is(err, unix.EACCES) {
 				// What the kernel answers when IPv6 is off on the device.
@@ -58,6 +62,48 @@ func (a *agent) ensureGateways(bridge string, cidrs []netip.Prefix) error {
 		}
 	}
 	return nil
+}
+
+// missingGateways returns the CIDRs whose gateway (address and prefix
+// length) is not on the link. Every ADD checks, so a gateway someone
+// removed comes back with the next pod; but only a missing one is written:
+// a write takes the kernel's RTNL lock, which the runtime's namespace and
+// veth changes hold too, and notifies every netlink listener, where a
+// read does neither.
+func missingGateways(link netlink.Link, cidrs []netip.Prefix) ([]netip.Prefix, error) {
+	var v4, v6 []netlink.Addr
+	var err error
+	var missing []netip.Prefix
+	for _, c := range cidrs {
+		have := &v4
+		fam := netlink.FAMILY_V4
+		if c.Addr().Is6() {
+			have, fam = &v6, netlink.FAMILY_V6
+		}
+		if *have == nil {
+			if *have, err = netlink.AddrList(link, fam); err != nil {
+				return nil, err
+			}
+		}
+		if !hasAddr(*have, gatewayAddr(c)) {
+			missing = append(missing, c)
+		}
+	}
+	return missing, nil
+}
+
+func hasAddr(addrs []netlink.Addr, want *netlink.Addr) bool {
+	for _, a := range addrs {
+		if a.IPNet == nil || !a.IP.Equal(want.IP) {
+			continue
+		}
+		ones, bits := a.Mask.Size()
+		wantOnes, wantBits := want.Mask.Size()
+		if ones == wantOnes && bits == wantBits {
+			return true
+		}
+	}
+	return false
 }
 
 // removeGateways takes the gateways of CIDRs the node no longer holds off
