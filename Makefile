@@ -124,9 +124,11 @@ bench-apirestart: tools build
 	$(GO) build -o $(BIN)/bench-apirestart ./test/bench/cmd/bench-apirestart
 	$(BIN)/bench-apirestart $(BENCH_APIRESTART_FLAGS)
 
-## bench-ipam: multi-pool IPAM: ADD latency and API calls on a node with its CIDR, 1000 Pods on 3 nodes
-## from nothing, the pod CIDR allocator with 1000 nodes, its engine alone (needs root; about 6 minutes).
-BENCH_IPAM_FLAGS ?= -parts add,scale,allocator,engine
+## bench-ipam: multi-pool IPAM: bridge + herald-ipam against bridge + host-local, ADD latency and API
+## calls on a node with its CIDR, 1000 Pods on 3 nodes from nothing, the pod CIDR allocator with 1000
+## nodes, its engine alone (needs root; about 9 minutes). BENCH_IPAM_FLAGS="-parts chain -baseline-ref main"
+## compares the CNI ADD chain with main's agent and plugin in the same run.
+BENCH_IPAM_FLAGS ?= -parts chain,add,scale,allocator,engine
 bench-ipam: tools build
 	$(GO) build -o $(BIN)/bench-ipam ./test/bench/cmd/bench-ipam
 	$(BIN)/bench-ipam $(BENCH_IPAM_FLAGS)

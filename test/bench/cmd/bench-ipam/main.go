@@ -4,6 +4,13 @@
 // plugins driven through libcni as a container runtime drives them
 // (test/cnitest). Each part runs on a fresh control plane and LAN:
 //
+//   - chain: the same network, the bridge plugin and its IPAM plugin,
+//     with host-local and with herald-ipam (and, with -baseline-ref, with
+//     the herald-ipam and agent of another revision on a second node), on
+//     one machine in one run: 1000 sequential ADDs and DELs of each, in
+//     interleaved blocks of 100; then the IPAM plugins alone, exec'd as
+//     bridge execs them. Percentiles of each and their ratios to
+//     host-local's.
 //   - add: one node whose CIDR of the default pool is already there; 1000
 //     Pods exist and are in the agent's pods table; 1000 sequential ADDs
 //     (and DELs) of: the agent alone (the plugin's request on its socket),
@@ -35,7 +42,7 @@
 // run left it.
 //
 //	go build -o _output/bin/bench-ipam ./test/bench/cmd/bench-ipam
-//	_output/bin/bench-ipam -parts add,scale,allocator,engine
+//	_output/bin/bench-ipam -parts chain,add,scale,allocator,engine -baseline-ref main
 package main
 
 import (
@@ -104,7 +111,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.parts, "parts", "add,scale,allocator,engine", "parts to run, comma separated: chain, add, scale, allocator, engine")
+	flag.StringVar(&o.parts, "parts", "chain,add,scale,allocator,engine", "parts to run, comma separated: chain, add, scale, allocator, engine")
 	flag.IntVar(&o.adds, "adds", 1000, "add: sequential ADDs of each kind")
 	flag.IntVar(&o.addMask, "add-mask", 21, "add: mask size of the default pool (one CIDR must hold every Pod: /21 has 2045 usable addresses)")
 	flag.IntVar(&o.pods, "pods", 1000, "scale: Pods")
