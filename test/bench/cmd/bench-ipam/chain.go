@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	ipamv1 "github.com/heraldlb/herald/api/ipam/v1"
 	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/cluster"
@@ -30,6 +31,9 @@ type chainVariant struct {
 	name string
 	rt   *cnitest.Runtime
 	pods []cnitest.Pod // one per slot of a block
+	// sock is the agent's socket (herald-ipam only): the plugin's
+	// requests are also sent there directly, without the plugin.
+	sock *sockClient
 	// lat are the latencies of each operation, by operation.
 	lat map[string][]time.Duration
 }
@@ -40,9 +44,11 @@ const (
 	opChainDel = "bridge + IPAM DEL"
 	opIPAMAdd  = "IPAM ADD alone, exec'd as bridge does"
 	opIPAMDel  = "IPAM DEL alone"
+	opSockAdd  = "agent alone: the plugin's ADD request on its socket"
+	opSockDel  = "agent alone: DEL request"
 )
 
-var chainOps = []string{opChainAdd, opChainDel, opIPAMAdd, opIPAMDel}
+var chainOps = []string{opChainAdd, opChainDel, opIPAMAdd, opIPAMDel, opSockAdd, opSockDel}
 
 // benchChain is part chain: the same network (the bridge plugin and its
 // IPAM plugin, through libcni as a runtime runs it) with host-local and
@@ -144,7 +150,7 @@ func (l *lab) chainVariants(ctx context.Context, o options) ([]*chainVariant, er
 		if err != nil {
 			return nil, err
 		}
-		v := &chainVariant{name: s.variant, rt: n.rt}
+		v := &chainVariant{name: s.variant, rt: n.rt, sock: socketClient(n.socket)}
 		if v.pods, err = l.chainPods(ctx, n, s.pods, o.chainBlock); err != nil {
 			return nil, err
 		}
@@ -228,11 +234,16 @@ func (v *chainVariant) block(ctx context.Context, tag string, size int) error {
 	ipamAdd := func(ctx context.Context, p cnitest.Pod) (netip.Addr, error) {
 		return firstAddr(v.rt.DelegateAdd(ctx, p))
 	}
-	for _, s := range []struct {
+	type series struct {
 		add          adder
 		del          func(context.Context, cnitest.Pod) error
 		addOp, delOp string
-	}{{chainAdd, v.rt.DelNetwork, opChainAdd, opChainDel}, {ipamAdd, v.rt.DelegateDel, opIPAMAdd, opIPAMDel}} {
+	}
+	all := []series{{chainAdd, v.rt.DelNetwork, opChainAdd, opChainDel}, {ipamAdd, v.rt.DelegateDel, opIPAMAdd, opIPAMDel}}
+	if v.sock != nil {
+		all = append(all, series{v.sockAdd, v.sockDel, opSockAdd, opSockDel})
+	}
+	for _, s := range all {
 		seen := map[netip.Addr]string{}
 		for _, p := range pods {
 			t := time.Now()
@@ -311,4 +322,27 @@ func buildBaseline(ref, dir string) (binaries, error) {
 	}
 	logf("built the baseline %s", ref)
 	return b, nil
+}
+
+// sockAdd sends the ADD request herald-ipam would send to the agent.
+func (v *chainVariant) sockAdd(ctx context.Context, p cnitest.Pod) (netip.Addr, error) {
+	var resp ipamv1.AddResponse
+	if err := v.sock.call(ctx, ipamv1.PathAdd, ipamv1.AddRequest{
+		Attachment: ipamv1.Attachment{ContainerID: p.ContainerID, IfName: "eth0"}, Netns: p.Netns,
+		Network: v.rt.Network(), Bridge: "cni0", Pod: ipamv1.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
+	}, &resp); err != nil {
+		return netip.Addr{}, err
+	}
+	if len(resp.IPs) != 1 {
+		return netip.Addr{}, fmt.Errorf("%d addresses", len(resp.IPs))
+	}
+	return netip.MustParsePrefix(resp.IPs[0].Address).Addr(), nil
+}
+
+// sockDel sends herald-ipam's DEL request to the agent.
+func (v *chainVariant) sockDel(ctx context.Context, p cnitest.Pod) error {
+	return v.sock.call(ctx, ipamv1.PathDel, ipamv1.DelRequest{
+		Attachment: ipamv1.Attachment{ContainerID: p.ContainerID, IfName: "eth0"},
+		Pod:        ipamv1.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
+	}, nil)
 }
