@@ -36,6 +36,11 @@ type chainVariant struct {
 	sock *sockClient
 	// lat are the latencies of each operation, by operation.
 	lat map[string][]time.Duration
+	// took, cpu and api add up the blocks: their time, the CPU time of
+	// the processes of the run, the API requests other than Leases.
+	took time.Duration
+	cpu  cpuUse
+	api  float64
 }
 
 // The operations of a block, in the order they run.
@@ -100,14 +105,22 @@ func benchChain(ctx context.Context, o options) error {
 		// same one.
 		for k := range vs {
 			v := vs[(r+k)%len(vs)]
+			cpu0, api0, t0 := l.cpu(), l.requestCounts(ctx), time.Now()
 			if err := v.block(ctx, fmt.Sprintf("r%02d", r), o.chainBlock); err != nil {
 				return fmt.Errorf("round %d: %w\n%s", r, err, l.agentLogs())
 			}
+			v.took += time.Since(t0)
+			v.cpu = v.cpu.plus(l.cpu().since(cpu0))
+			v.api += l.requestCounts(ctx).Sub(api0).Filter(func(k cluster.RequestKey) bool { return !isLease(k) }).Total()
 		}
 		logf("round %d of %d done", r+1, rounds)
 	}
 	logf("%d rounds in %s", rounds, secs(time.Since(start)))
 
+	fmt.Println("\nCPU time and API requests (other than Leases) during each plugin's blocks, every op of the table below:")
+	for _, v := range vs {
+		fmt.Printf("  %-20s %s in %s; %.0f API requests\n", v.name, v.cpu.describe(v.took), secs(v.took), v.api)
+	}
 	for _, op := range chainOps {
 		fmt.Println()
 		printLatencyHeader(op + ", ms")
@@ -345,4 +358,14 @@ func (v *chainVariant) sockDel(ctx context.Context, p cnitest.Pod) error {
 		Attachment: ipamv1.Attachment{ContainerID: p.ContainerID, IfName: "eth0"},
 		Pod:        ipamv1.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
 	}, nil)
+}
+
+// requestCounts reads the API server's request counters; zero counts if it
+// cannot (the figures then say so by being zero).
+func (l *lab) requestCounts(ctx context.Context) cluster.RequestCounts {
+	c, err := l.c.RequestCounts(ctx)
+	if err != nil {
+		logf("%v", err)
+	}
+	return c
 }

@@ -76,6 +76,14 @@ func (u cpuUse) since(before cpuUse) cpuUse {
 	}
 }
 
+// plus adds two spans of CPU time.
+func (u cpuUse) plus(o cpuUse) cpuUse {
+	return cpuUse{
+		agents: u.agents + o.agents, apiserver: u.apiserver + o.apiserver, etcd: u.etcd + o.etcd,
+		children: u.children + o.children, self: u.self + o.self,
+	}
+}
+
 // String says where the CPU went over a window of the given length.
 func (u cpuUse) describe(window time.Duration) string {
 	pct := func(d time.Duration) string {
