@@ -10,6 +10,11 @@
 //
 // Any other status carries an Error, whose Code is a CNI error code: the
 // plugin passes it on to the runtime as is.
+//
+// The plugin sends one HTTP/1.0 request per connection and reads the
+// answer up to its Content-Length or the end of the connection, so the
+// agent answers HTTP/1.0 (net/http's server does: no chunking, and it
+// closes the connection after the answer).
 package v1
 
 // DefaultSocket is where the agent serves the protocol (ipam-socket) and
