@@ -124,15 +124,15 @@ func boolBit(v bool, bit uint8) uint8 {
 
 // Errors of Decode: each is a reason §6.8.6 gives to discard a packet.
 var (
-	ErrShort         = errors.New("bfd: packet shorter than its mandatory section")
-	ErrVersion       = errors.New("bfd: version is not 1")
-	ErrLength        = errors.New("bfd: length field too small or larger than the payload")
-	ErrDetectMult    = errors.New("bfd: detect multiplier is zero")
-	ErrMultipoint    = errors.New("bfd: multipoint bit set")
-	ErrMyDiscr       = errors.New("bfd: my discriminator is zero")
-	ErrYourDiscr     = errors.New("bfd: your discriminator is zero and state is neither Down nor AdminDown")
-	ErrAuthNotInUse  = errors.New("bfd: authentication present, but not in use")
-	ErrPollAndFinal  = errors.New("bfd: poll and final both set")
+	ErrShort        = errors.New("bfd: packet shorter than its mandatory section")
+	ErrVersion      = errors.New("bfd: version is not 1")
+	ErrLength       = errors.New("bfd: length field too small or larger than the payload")
+	ErrDetectMult   = errors.New("bfd: detect multiplier is zero")
+	ErrMultipoint   = errors.New("bfd: multipoint bit set")
+	ErrMyDiscr      = errors.New("bfd: my discriminator is zero")
+	ErrYourDiscr    = errors.New("bfd: your discriminator is zero and state is neither Down nor AdminDown")
+	ErrAuthNotInUse = errors.New("bfd: authentication present, but not in use")
+	ErrPollAndFinal = errors.New("bfd: poll and final both set")
 )
 
 // Decode parses and validates a control packet: the checks of RFC 5880

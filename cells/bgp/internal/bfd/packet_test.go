@@ -15,9 +15,9 @@ func TestEncodeLayout(t *testing.T) {
 	p := validPacket()
 	got := p.Append(nil)
 	want := []byte{
-		0x23,       // version 1, diag 3
-		0xe0,       // state Up (3<<6), poll
-		3, 24,      // detect mult, length
+		0x23,  // version 1, diag 3
+		0xe0,  // state Up (3<<6), poll
+		3, 24, // detect mult, length
 		1, 2, 3, 4, // my discriminator
 		0xa, 0xb, 0xc, 0xd,
 		0, 0x01, 0x86, 0xa0, // 100000 µs
