@@ -110,6 +110,60 @@ type CiliumBGPPeerConfigSpec struct {
 	//
 	// +kubebuilder:validation:Optional
 	Families []CiliumBGPFamilyWithAdverts `json:"families,omitempty"`
+
+	// BFD runs Bidirectional Forwarding Detection (RFC 5880, single hop:
+	// RFC 5881) with the peer: when BFD declares the path down, the BGP
+	// session is reset at once instead of waiting for the hold time. A
+	// Herald extension: Cilium OSS has no BFD; the fields follow the BFD
+	// profiles of Isovalent's and MetalLB's APIs. Unset means no BFD.
+	//
+	// +kubebuilder:validation:Optional
+	BFD *CiliumBGPBFD `json:"bfd,omitempty"`
+}
+
+// Defaults of a BFD session, as in MetalLB's and FRR's BFD profiles.
+const (
+	DefaultBFDIntervalMilliseconds = 300
+	DefaultBFDDetectMultiplier     = 3
+)
+
+// CiliumBGPBFD is the BFD session with a peer (asynchronous mode; no echo
+// function, no authentication).
+type CiliumBGPBFD struct {
+	// ReceiveIntervalMilliseconds is bfd.RequiredMinRxInterval: the
+	// shortest interval between received control packets this node
+	// accepts.
+	//
+	// +kubebuilder:validation:Optional
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=60000
+	// +kubebuilder:default=300
+	ReceiveIntervalMilliseconds *int32 `json:"receiveIntervalMilliseconds,omitempty"`
+
+	// TransmitIntervalMilliseconds is bfd.DesiredMinTxInterval: the
+	// interval this node would like to send control packets at (less
+	// jitter) while the session is up; the peer may ask for a longer one.
+	// While the session is not up, packets go once a second.
+	//
+	// +kubebuilder:validation:Optional
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=60000
+	// +kubebuilder:default=300
+	TransmitIntervalMilliseconds *int32 `json:"transmitIntervalMilliseconds,omitempty"`
+
+	// DetectMultiplier: the peer declares this node down after this many
+	// of its receive intervals without a packet.
+	//
+	// +kubebuilder:validation:Optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=255
+	// +kubebuilder:default=3
+	DetectMultiplier *int32 `json:"detectMultiplier,omitempty"`
+
+	// PassiveMode: send nothing until the peer has sent a packet.
+	//
+	// +kubebuilder:validation:Optional
+	PassiveMode *bool `json:"passiveMode,omitempty"`
 }
 
 // CiliumBGPFamily is an address family: an AFI/SAFI pair.
