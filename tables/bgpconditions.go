@@ -24,4 +24,7 @@ const (
 	ReasonBGPNotEstablished = "SessionsNotEstablished"
 	ReasonBGPNotConfigured  = "PeersNotConfigured"
 	ReasonBGPInstanceErrors = "InstanceErrors"
+	// ReasonBFDNotUp: every session is established, but a peer's BFD
+	// session is not up, so that peer's failover takes the hold time.
+	ReasonBFDNotUp = "BFDNotUp"
 )

@@ -96,6 +96,8 @@ type BGPPeerConfig struct {
 	RestartTimeSeconds  int32       `json:"restartTimeSeconds"`
 	EBGPMultihop        int32       `json:"ebgpMultihop"`
 	Families            []BGPFamily `json:"families"`
+	// BFD is the peer's BFD session; nil: none.
+	BFD *BGPBFD `json:"bfd,omitempty"`
 	// Errors are fields that do not make sense together (a keepalive not
 	// shorter than the hold time) or selectors that do not parse.
 	Errors []string `json:"errors,omitempty"`

@@ -74,6 +74,10 @@ func BGPPeerConfigFromK8s(c *v2alpha1.CiliumBGPPeerConfig) *BGPPeerConfig {
 		set(&out.RestartTimeSeconds, s.GracefulRestart.RestartTimeSeconds)
 	}
 	set(&out.EBGPMultihop, s.EBGPMultihop)
+	if s.BFD != nil {
+		out.BFD = bfdFromK8s(s.BFD)
+		out.Errors = append(out.Errors, out.BFD.check()...)
+	}
 	if out.KeepAliveSeconds > out.HoldTimeSeconds {
 		out.Errors = append(out.Errors, fmt.Sprintf("spec.timers: keepAliveTimeSeconds %d is longer than holdTimeSeconds %d", out.KeepAliveSeconds, out.HoldTimeSeconds))
 	}
@@ -172,4 +176,35 @@ func BGPNodeOverrideFromK8s(o *v2alpha1.CiliumBGPNodeConfigOverride) *BGPNodeOve
 		out.Instances = append(out.Instances, io)
 	}
 	return out
+}
+
+// bfdFromK8s converts spec.bfd, with the API's defaults for what it
+// leaves out.
+func bfdFromK8s(b *v2alpha1.CiliumBGPBFD) *BGPBFD {
+	out := &BGPBFD{ReceiveIntervalMs: v2alpha1.DefaultBFDIntervalMilliseconds, TransmitIntervalMs: v2alpha1.DefaultBFDIntervalMilliseconds,
+		DetectMultiplier: v2alpha1.DefaultBFDDetectMultiplier}
+	for dst, src := range map[*int32]*int32{&out.ReceiveIntervalMs: b.ReceiveIntervalMilliseconds,
+		&out.TransmitIntervalMs: b.TransmitIntervalMilliseconds, &out.DetectMultiplier: b.DetectMultiplier} {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	out.Passive = b.PassiveMode != nil && *b.PassiveMode
+	return out
+}
+
+// check repeats the schema's bounds, for objects stored before it had
+// them.
+func (b *BGPBFD) check() []string {
+	var errs []string
+	for name, v := range map[string]int32{"receiveIntervalMilliseconds": b.ReceiveIntervalMs, "transmitIntervalMilliseconds": b.TransmitIntervalMs} {
+		if v < 10 || v > 60000 {
+			errs = append(errs, fmt.Sprintf("spec.bfd.%s: %d is outside 10-60000", name, v))
+		}
+	}
+	if b.DetectMultiplier < 1 || b.DetectMultiplier > 255 {
+		errs = append(errs, fmt.Sprintf("spec.bfd.detectMultiplier: %d is outside 1-255", b.DetectMultiplier))
+	}
+	slices.Sort(errs)
+	return errs
 }

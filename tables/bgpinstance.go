@@ -46,7 +46,9 @@ type BGPPeer struct {
 	GracefulRestart     bool     `json:"gracefulRestart"`
 	RestartTimeSeconds  int32    `json:"restartTimeSeconds"`
 	Families            []string `json:"families"` // "ipv4-unicast", "ipv6-unicast"
-	AuthSecret          string   `json:"authSecret,omitempty"`
+	// BFD: run a BFD session with the peer; nil: none.
+	BFD        *BGPBFD `json:"bfd,omitempty"`
+	AuthSecret string  `json:"authSecret,omitempty"`
 	// Password is the TCP-MD5 password from AuthSecret; never printed.
 	Password string `json:"-"`
 	// PasswordVersion changes when the Secret does, so that a new
@@ -71,6 +73,9 @@ func (i *BGPInstance) TableRow() []string {
 	var peers []string
 	for _, p := range i.Peers {
 		s := fmt.Sprintf("%s=%s/AS%d", p.Name, addrOrDash(p.Address), p.ASN)
+		if p.BFD != nil {
+			s += "+bfd"
+		}
 		if p.Error != "" {
 			s += "(error: " + p.Error + ")"
 		}

@@ -39,6 +39,8 @@ type BGPPeerState struct {
 	AppliedHoldTimeSeconds  int32  `json:"appliedHoldTimeSeconds,omitempty"`
 	AppliedKeepaliveSeconds int32  `json:"appliedKeepaliveSeconds,omitempty"`
 	GracefulRestart         bool   `json:"gracefulRestart,omitempty"` // negotiated
+	// BFD is the state of the peer's BFD session (bgp-bfd); "": no BFD.
+	BFD string `json:"bfd,omitempty"`
 	// Routes are the advertised and received counts per family.
 	Routes []BGPFamilyRoutes `json:"routes,omitempty"`
 }
@@ -55,7 +57,7 @@ type BGPFamilyRoutes struct {
 func (p *BGPPeerState) Key() string { return p.Instance + "/" + p.Peer }
 
 func (p *BGPPeerState) TableHeader() []string {
-	return []string{"Instance", "Peer", "Address", "ASN", "State", "Since", "Routes", "LastError"}
+	return []string{"Instance", "Peer", "Address", "ASN", "State", "BFD", "Since", "Routes", "LastError"}
 }
 
 func (p *BGPPeerState) TableRow() []string {
@@ -67,7 +69,7 @@ func (p *BGPPeerState) TableRow() []string {
 	if !p.Since.IsZero() {
 		since = p.Since.UTC().Format(time.RFC3339)
 	}
-	return []string{p.Instance, p.Peer, addrOrDash(p.Address), fmt.Sprint(p.ASN), p.State, since,
+	return []string{p.Instance, p.Peer, addrOrDash(p.Address), fmt.Sprint(p.ASN), p.State, dash(p.BFD), since,
 		dash(strings.Join(routes, ", ")), dash(p.LastError)}
 }
 

@@ -5,6 +5,8 @@
 //     CIDRs → bgp-instances, bgp-routes;
 //   - speaker: bgp-instances × bgp-routes → GoBGP (sessions, RIB, export
 //     policy); sessions → bgp-peers;
+//   - bfd: bgp-instances → BFD sessions with the peers that ask for them →
+//     bgp-bfd (the speaker resets a BGP session whose BFD session fails);
 //   - status: bgp-instances × bgp-peers → CiliumBGPNodeConfig; problems of
 //     the BGP resources → their status conditions.
 package bgp
@@ -12,6 +14,7 @@ package bgp
 import (
 	"github.com/cilium/hive/cell"
 
+	"github.com/heraldlb/herald/cells/bgp/bfd"
 	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
 	"github.com/heraldlb/herald/cells/bgp/desired"
 	"github.com/heraldlb/herald/cells/bgp/speaker"
@@ -27,6 +30,7 @@ var Cell = cell.Group(
 	// The kinds only this feature reads, for the ground floor to reflect.
 	kinds,
 	desired.Cell,
+	bfd.Cell,
 	speaker.Cell,
 	status.Cell,
 )

@@ -207,6 +207,12 @@ type CiliumBGPNodePeerStatus struct {
 	//
 	// +kubebuilder:validation:Optional
 	RouteCount []BGPFamilyRouteCount `json:"routeCount,omitempty"`
+
+	// BFDState is the state of the peer's BFD session (up, init, down,
+	// admin-down) when its peer config asks for BFD. A Herald extension.
+	//
+	// +kubebuilder:validation:Optional
+	BFDState *string `json:"bfdState,omitempty"`
 }
 
 // CiliumBGPTimersState are the timers negotiated for a session.

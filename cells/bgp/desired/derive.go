@@ -161,6 +161,10 @@ func resolvePeer(in inputs, ps tables.BGPPeerSpec, ov tables.BGPInstanceOverride
 		peer.PeerPort, peer.ConnectRetrySeconds, peer.HoldTimeSeconds, peer.KeepAliveSeconds = pc.PeerPort, pc.ConnectRetrySeconds, pc.HoldTimeSeconds, pc.KeepAliveSeconds
 		peer.EBGPMultihop, peer.GracefulRestart, peer.RestartTimeSeconds = pc.EBGPMultihop, pc.GracefulRestart, pc.RestartTimeSeconds
 		peer.AuthSecret = pc.AuthSecret
+		if pc.BFD != nil {
+			bfd := *pc.BFD
+			peer.BFD = &bfd
+		}
 		for _, f := range pc.Families {
 			peer.Families = append(peer.Families, f.AFI+"-"+f.SAFI)
 		}

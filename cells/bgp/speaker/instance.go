@@ -103,7 +103,8 @@ func (s *speaker) setPeers(ctx context.Context, want []tables.BGPPeer) error {
 	}
 	var errs []error
 	for name, cur := range s.peers {
-		if w, ok := wantBy[name]; ok && w.Equal(cur) {
+		if w, ok := wantBy[name]; ok && sameSession(w, cur) {
+			s.peers[name] = w // BFD settings apply without touching the session
 			continue
 		}
 		// Changed or gone: delete, and add it again below if changed.
@@ -130,6 +131,13 @@ func (s *speaker) setPeers(ctx context.Context, want []tables.BGPPeer) error {
 		return fmt.Errorf("%v", errs)
 	}
 	return nil
+}
+
+// sameSession: nothing GoBGP is configured with differs (BFD runs beside
+// it, in the bfd cell).
+func sameSession(a, b tables.BGPPeer) bool {
+	a.BFD, b.BFD = nil, nil
+	return a.Equal(b)
 }
 
 // setPrefix makes one prefix go to exactly the peers of routes (all of
@@ -326,7 +334,7 @@ func (s *speaker) leavePolicy(ctx context.Context, k exportKey, p netip.Prefix) 
 }
 
 // peerStates reads the sessions' state from GoBGP.
-func (s *speaker) peerStates(ctx context.Context) []*tables.BGPPeerState {
+func (s *speaker) peerStates(ctx context.Context, bfdRows map[netip.Addr]*tables.BGPBFDSession) []*tables.BGPPeerState {
 	byAddr := map[string]tables.BGPPeer{}
 	for _, p := range s.peers {
 		byAddr[p.Address.String()] = p
@@ -342,7 +350,7 @@ func (s *speaker) peerStates(ctx context.Context) []*tables.BGPPeerState {
 			return
 		}
 		st := &tables.BGPPeerState{Instance: s.name, Peer: cfg.Name, Address: cfg.Address, ASN: cfg.ASN,
-			State: sessionState(p.GetState().GetSessionState())}
+			State: sessionState(p.GetState().GetSessionState()), BFD: bfdState(cfg, bfdRows)}
 		if t := p.GetTimers().GetState(); t != nil {
 			if st.State == tables.BGPStateEstablished && t.GetUptime() != nil {
 				st.Since = t.GetUptime().AsTime().Truncate(time.Second)

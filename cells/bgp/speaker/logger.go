@@ -41,6 +41,13 @@ func (l *gobgpLogger) Forget(neighbor string) {
 	delete(l.lastError, neighbor)
 }
 
+// Record sets a neighbor's last error from outside GoBGP (BFD).
+func (l *gobgpLogger) Record(neighbor, text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastError[neighbor] = text
+}
+
 func (l *gobgpLogger) note(msg string, fields gobgplog.Fields) {
 	key, _ := fields["Key"].(string)
 	if key == "" {

@@ -31,6 +31,7 @@ type params struct {
 	Instances statedb.Table[*tables.BGPInstance]
 	Routes    statedb.Table[*tables.BGPRoute]
 	Peers     statedb.RWTable[*tables.BGPPeerState]
+	BFD       statedb.Table[*tables.BGPBFDSession]
 }
 
 func registerSpeaker(p params) {
@@ -82,6 +83,7 @@ func run(ctx context.Context, p params, health cell.Health) error {
 	refresh := time.NewTicker(peerRefreshInterval)
 	defer refresh.Stop()
 	retry := map[prefixKey]bool{}
+	bfdSeen := bfdFailures{}
 
 	for {
 		txn := p.DB.ReadTxn()
@@ -98,10 +100,12 @@ func run(ctx context.Context, p params, health cell.Health) error {
 		prefixErrs, resetOut := applyPrefixes(ctx, p, txn, speakers, configuredPeers(want), dirty, retry)
 		errs = append(errs, prefixErrs...)
 		errs = append(errs, applyPeers(ctx, speakers, want, resetOut)...)
-		writePeerStates(ctx, p, speakers)
+		bfdRows, bfdWatch := resetOnBFDFailure(ctx, p, speakers, bfdSeen)
+		writePeerStates(ctx, p, speakers, bfdRows)
 
 		retryC := reportRound(p, health, speakers, errs, retry)
-		if !waitForChange(ctx, p, speakers, instWatch, routesWatch, retryC, peerEvent, refresh.C) {
+		w := wake{inst: instWatch, routes: routesWatch, retry: retryC, peerEvent: peerEvent, refresh: refresh.C, bfd: bfdWatch}
+		if !waitForChange(ctx, p, speakers, w, bfdSeen, bfdRows) {
 			return nil
 		}
 	}
@@ -225,24 +229,37 @@ func reportRound(p params, health cell.Health, speakers map[string]*speaker, err
 	return retryC
 }
 
+// wake is what ends or interrupts the wait between rounds.
+type wake struct {
+	inst, routes <-chan struct{}
+	retry        <-chan time.Time
+	peerEvent    <-chan struct{}
+	refresh      <-chan time.Time
+	bfd          <-chan struct{}
+}
+
 // waitForChange blocks until an instance or route changes or the retry is
 // due, refreshing bgp-peers meanwhile on session events and on the
-// ticker. It returns false once ctx ends.
-func waitForChange(ctx context.Context, p params, speakers map[string]*speaker, instWatch, routesWatch <-chan struct{}, retryC <-chan time.Time, peerEvent <-chan struct{}, refresh <-chan time.Time) bool {
+// ticker, and resetting sessions whose BFD session fails as soon as
+// bgp-bfd says so. It returns false once ctx ends.
+func waitForChange(ctx context.Context, p params, speakers map[string]*speaker, w wake, bfdSeen bfdFailures, bfdRows map[netip.Addr]*tables.BGPBFDSession) bool {
 	for {
 		select {
 		case <-ctx.Done():
 			return false
-		case <-instWatch:
+		case <-w.inst:
 			return true
-		case <-routesWatch:
+		case <-w.routes:
 			return true
-		case <-retryC:
+		case <-w.retry:
 			return true
-		case <-peerEvent:
-			writePeerStates(ctx, p, speakers)
-		case <-refresh:
-			writePeerStates(ctx, p, speakers)
+		case <-w.bfd:
+			bfdRows, w.bfd = resetOnBFDFailure(ctx, p, speakers, bfdSeen)
+			writePeerStates(ctx, p, speakers, bfdRows)
+		case <-w.peerEvent:
+			writePeerStates(ctx, p, speakers, bfdRows)
+		case <-w.refresh:
+			writePeerStates(ctx, p, speakers, bfdRows)
 		}
 	}
 }
@@ -260,10 +277,10 @@ func watchPeers(ctx context.Context, s *speaker, peerEvent chan<- struct{}) {
 
 // writePeerStates makes bgp-peers hold the sessions of the running
 // speakers, writing only rows that changed.
-func writePeerStates(ctx context.Context, p params, speakers map[string]*speaker) {
+func writePeerStates(ctx context.Context, p params, speakers map[string]*speaker, bfdRows map[netip.Addr]*tables.BGPBFDSession) {
 	want := map[string]*tables.BGPPeerState{}
 	for _, s := range speakers {
-		for _, st := range s.peerStates(ctx) {
+		for _, st := range s.peerStates(ctx, bfdRows) {
 			want[st.Key()] = st
 		}
 	}

@@ -55,7 +55,7 @@ func nodeSpec(instances []*tables.BGPInstance) v2alpha1.CiliumBGPNodeSpec {
 // line whether everything runs and, if not, what and why.
 func nodeStatus(instances []*tables.BGPInstance, peers map[string]*tables.BGPPeerState, current []metav1.Condition, generation int64, now time.Time) v2alpha1.CiliumBGPNodeStatus {
 	st := v2alpha1.CiliumBGPNodeStatus{}
-	var instErrs, peerProblems []string
+	var instErrs, peerProblems, bfdProblems []string
 	configured, established := 0, 0
 	for _, i := range instances {
 		if i.Error != "" {
@@ -84,6 +84,16 @@ func nodeStatus(instances []*tables.BGPInstance, peers map[string]*tables.BGPPee
 						Advertised: ptr.To(int32(r.Advertised)), Received: ptr.To(int32(r.Received))})
 				}
 			}
+			if p.BFD != nil {
+				ps.BFDState = ptr.To(tables.BFDStateDown)
+				if s != nil && s.BFD != "" {
+					ps.BFDState = ptr.To(s.BFD)
+				}
+			}
+			if s != nil && s.State == tables.BGPStateEstablished && p.BFD != nil && *ps.BFDState != tables.BFDStateUp {
+				bfdProblems = append(bfdProblems, fmt.Sprintf("peer %q (%s) of instance %q: BFD session is %s (does the router run BFD for this node?); failover falls back to the hold time",
+					p.Name, p.Address, i.Name, *ps.BFDState))
+			}
 			if s == nil || s.State != tables.BGPStateEstablished {
 				msg := fmt.Sprintf("peer %q (%s, AS %d) of instance %q is %s", p.Name, p.Address, p.ASN, i.Name, *ps.PeeringState)
 				if s != nil && s.LastError != "" {
@@ -97,6 +107,7 @@ func nodeStatus(instances []*tables.BGPInstance, peers map[string]*tables.BGPPee
 		st.BGPInstances = append(st.BGPInstances, is)
 	}
 	slices.Sort(peerProblems)
+	slices.Sort(bfdProblems)
 
 	running := metav1.Condition{Type: tables.ConditionBGPInstancesRunning, Status: metav1.ConditionTrue, Reason: tables.ReasonBGPOK,
 		Message: fmt.Sprintf("%d instances running", len(instances)-len(instErrs)), ObservedGeneration: generation}
@@ -105,12 +116,16 @@ func nodeStatus(instances []*tables.BGPInstance, peers map[string]*tables.BGPPee
 	}
 	peersCond := metav1.Condition{Type: tables.ConditionBGPPeersEstablished, Status: metav1.ConditionTrue, Reason: tables.ReasonBGPOK,
 		Message: fmt.Sprintf("%d of %d sessions established", established, configured), ObservedGeneration: generation}
-	if len(peerProblems) > 0 {
-		peersCond.Status, peersCond.Message = metav1.ConditionFalse, strings.Join(peerProblems, "; ")
+	switch {
+	case len(peerProblems) > 0:
+		peersCond.Status, peersCond.Message = metav1.ConditionFalse, strings.Join(append(peerProblems, bfdProblems...), "; ")
 		peersCond.Reason = tables.ReasonBGPNotEstablished
 		if established == configured {
 			peersCond.Reason = tables.ReasonBGPNotConfigured
 		}
+	case len(bfdProblems) > 0:
+		peersCond.Status, peersCond.Message = metav1.ConditionFalse, strings.Join(bfdProblems, "; ")
+		peersCond.Reason = tables.ReasonBFDNotUp
 	}
 	for _, want := range []metav1.Condition{running, peersCond} {
 		old, had := findCondition(current, want.Type)
