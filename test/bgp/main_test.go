@@ -8,7 +8,8 @@
 // `herald-agent --enable-bgp-control-plane --ipam=multi-pool` (so that each
 // holds a CIDR of the pod pool hbgp-green) and a router namespace (.2)
 // running FRR (zebra + bgpd, test/frr) with AS 65000, eBGP to the nodes
-// (AS 65001) over IPv4 and IPv6, maximum-paths 8, graceful restart. It
+// (AS 65001) over IPv4 and IPv6, maximum-paths 8, graceful restart, and
+// bfdd with a BFD profile the BFD tests turn on per neighbor. It
 // creates the Node objects (no kubelet runs), an LB IPAM pool and the BGP
 // resources every test shares:
 //
@@ -151,7 +152,8 @@ func setup(env *suite.Env) error {
 		})})
 	}
 
-	router, err = frr.Start(frr.Options{Netns: routerHost.Netns, Dir: filepath.Join(workDir, "frr"), Name: "tor", Config: routerConfig()})
+	router, err = frr.Start(frr.Options{Netns: routerHost.Netns, Dir: filepath.Join(workDir, "frr"), Name: "tor", Config: routerConfig(),
+		BFD: true, BFDConfig: bfdProfileConfig})
 	if err != nil {
 		return fmt.Errorf("starting FRR: %w", err)
 	}

@@ -1,4 +1,4 @@
-// Package frr runs FRR (zebra and bgpd, Debian's frr package, 8.4) as a BGP
+// Package frr runs FRR (zebra and bgpd, and bfdd on request; Debian's frr package, 8.4) as a BGP
 // router inside a network namespace, for tests: the peer that Herald's
 // embedded BGP speaker talks to.
 //
@@ -58,6 +58,11 @@ type Options struct {
 	// ZebraConfig is extra configuration for zebra (interfaces, `ip route`
 	// needs staticd and is not run: add kernel routes with ip instead).
 	ZebraConfig string
+	// BFD starts bfdd too (before bgpd), with BFDConfig as its
+	// configuration (e.g. `bfd` and `profile` blocks); bgpd's `neighbor
+	// ... bfd` lines register their sessions with it through zebra.
+	BFD       bool
+	BFDConfig string
 	// StartTimeout bounds the wait for the daemons to answer vtysh;
 	// default 30s.
 	StartTimeout time.Duration
@@ -71,6 +76,7 @@ type Router struct {
 	mu    sync.Mutex
 	zebra *daemon
 	bgpd  *daemon
+	bfdd  *daemon
 }
 
 type daemon struct {
@@ -128,6 +134,9 @@ func Start(opts Options) (*Router, error) {
 		// `write memory` writes the files above, never /etc/frr.
 		"vtysh.conf": "",
 	}
+	if opts.BFD {
+		files["bfdd.conf"] = fmt.Sprintf("hostname %s\n%s\n", opts.Name, opts.BFDConfig)
+	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
 			return nil, err
@@ -141,6 +150,16 @@ func Start(opts Options) (*Router, error) {
 	if err := r.waitVty("zebra"); err != nil {
 		r.Stop()
 		return nil, err
+	}
+	if opts.BFD {
+		if err := r.start("bfdd"); err != nil {
+			r.Stop()
+			return nil, err
+		}
+		if err := r.waitVty("bfdd"); err != nil {
+			r.Stop()
+			return nil, err
+		}
 	}
 	if err := r.StartBGPD(); err != nil {
 		r.Stop()
@@ -202,6 +221,9 @@ func (r *Router) start(name string) error {
 		"-u", "root", "-g", r.group,
 		"--log", "file:" + r.path(name+".log"),
 	}
+	if name == "bfdd" {
+		args = append(args, "--bfdctl", r.path("bfdd.sock"))
+	}
 	cmd := exec.Command("ip", args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	// Should the test binary die, the daemon goes with it.
@@ -216,17 +238,23 @@ func (r *Router) start(name string) error {
 		out.Close()
 		close(d.done)
 	}()
-	if name == "zebra" {
+	switch name {
+	case "zebra":
 		r.zebra = d
-	} else {
+	case "bfdd":
+		r.bfdd = d
+	default:
 		r.bgpd = d
 	}
 	return nil
 }
 
 func (r *Router) daemon(name string) *daemon {
-	if name == "zebra" {
+	switch name {
+	case "zebra":
 		return r.zebra
+	case "bfdd":
+		return r.bfdd
 	}
 	return r.bgpd
 }
@@ -296,10 +324,10 @@ func stop(d *daemon, sig syscall.Signal) error {
 // call more than once.
 func (r *Router) Stop() error {
 	r.mu.Lock()
-	b, z := r.bgpd, r.zebra
+	b, f, z := r.bgpd, r.bfdd, r.zebra
 	r.mu.Unlock()
-	err := errors.Join(stop(b, syscall.SIGTERM), stop(z, syscall.SIGTERM))
-	for _, name := range []string{"bgpd.vty", "zebra.vty", "zserv.api", "bgpd.pid", "zebra.pid"} {
+	err := errors.Join(stop(b, syscall.SIGTERM), stop(f, syscall.SIGTERM), stop(z, syscall.SIGTERM))
+	for _, name := range []string{"bgpd.vty", "zebra.vty", "bfdd.vty", "zserv.api", "bfdd.sock", "bgpd.pid", "zebra.pid", "bfdd.pid"} {
 		_ = os.Remove(r.path(name))
 	}
 	return err
@@ -363,7 +391,7 @@ func firstLines(b []byte, n int) string {
 // LogTail returns the last n lines of each daemon's log and output.
 func (r *Router) LogTail(n int) string {
 	var b strings.Builder
-	for _, name := range []string{"zebra.out", "zebra.log", "bgpd.out", "bgpd.log"} {
+	for _, name := range []string{"zebra.out", "zebra.log", "bfdd.out", "bfdd.log", "bgpd.out", "bgpd.log"} {
 		data, err := os.ReadFile(r.path(name))
 		if err != nil || len(bytes.TrimSpace(data)) == 0 {
 			continue

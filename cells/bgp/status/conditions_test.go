@@ -96,3 +96,40 @@ func TestNodeStatus(t *testing.T) {
 		t.Errorf("established %+v", est)
 	}
 }
+
+// A peer with BFD shows its BFD state; every session established but a
+// BFD session not up makes PeersEstablished False with reason BFDNotUp.
+func TestNodeStatusBFD(t *testing.T) {
+	bfd := &tables.BGPBFD{ReceiveIntervalMs: 100, TransmitIntervalMs: 100, DetectMultiplier: 3}
+	inst := &tables.BGPInstance{Name: "main", LocalASN: 65001, Peers: []tables.BGPPeer{
+		{Name: "fast", Address: netip.MustParseAddr("198.18.0.1"), ASN: 65000, BFD: bfd},
+		{Name: "nobfd", Address: netip.MustParseAddr("198.18.0.2"), ASN: 65000, BFD: bfd},
+		{Name: "plain", Address: netip.MustParseAddr("198.18.0.3"), ASN: 65000},
+	}}
+	for _, c := range []struct {
+		name       string
+		nobfdState string
+		status     metav1.ConditionStatus
+		reason     string
+	}{
+		{"all up", tables.BFDStateUp, metav1.ConditionTrue, tables.ReasonBGPOK},
+		{"one down", tables.BFDStateDown, metav1.ConditionFalse, tables.ReasonBFDNotUp},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			peers := map[string]*tables.BGPPeerState{
+				"main/fast":  {State: tables.BGPStateEstablished, BFD: tables.BFDStateUp},
+				"main/nobfd": {State: tables.BGPStateEstablished, BFD: c.nobfdState},
+				"main/plain": {State: tables.BGPStateEstablished},
+			}
+			st := nodeStatus([]*tables.BGPInstance{inst}, peers, nil, 1, time.Now())
+			ps := st.BGPInstances[0].PeerStatuses
+			if *ps[0].BFDState != tables.BFDStateUp || *ps[1].BFDState != c.nobfdState || ps[2].BFDState != nil {
+				t.Fatalf("peer statuses %+v", ps)
+			}
+			est, _ := findCondition(st.Conditions, tables.ConditionBGPPeersEstablished)
+			if est.Status != c.status || est.Reason != c.reason || (c.status == metav1.ConditionFalse && !strings.Contains(est.Message, `"nobfd"`)) {
+				t.Fatalf("condition %+v", est)
+			}
+		})
+	}
+}

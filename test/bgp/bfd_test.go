@@ -1,0 +1,233 @@
+package bgp
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
+	"github.com/heraldlb/herald/tables"
+	"github.com/heraldlb/herald/test/agentproc"
+)
+
+// BFD at 100 ms × 3 both ways: a 300 ms detection time.
+const (
+	bfdProfile    = "hbgp-fast"
+	bfdIntervalMs = 100
+	bfdMult       = 3
+)
+
+// bfdProfileConfig is bfdd's configuration: the profile the neighbors
+// use once enableBFD turns BFD on.
+var bfdProfileConfig = fmt.Sprintf("bfd\n profile %s\n  receive-interval %d\n  transmit-interval %d\n  detect-multiplier %d\n exit\nexit\n",
+	bfdProfile, bfdIntervalMs, bfdIntervalMs, bfdMult)
+
+// sessionAddrs are every node's session addresses, IPv4 and IPv6.
+func sessionAddrs() []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.host.IP.String(), n.host.IP6.String())
+	}
+	return out
+}
+
+// setBFD turns BFD on or off on both sides: spec.bfd of the shared peer
+// configs, and `neighbor ... bfd profile` in FRR. Turned on, it waits
+// until every session is up on both sides.
+func setBFD(tb testing.TB, on bool) {
+	tb.Helper()
+	ctx := context.Background()
+	for _, name := range []string{peerConfigV4, peerConfigV6} {
+		pc, err := herald.CiliumV2alpha1().CiliumBGPPeerConfigs().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		pc.Spec.BFD = nil
+		if on {
+			pc.Spec.BFD = &v2alpha1.CiliumBGPBFD{ReceiveIntervalMilliseconds: ptr.To[int32](bfdIntervalMs),
+				TransmitIntervalMilliseconds: ptr.To[int32](bfdIntervalMs), DetectMultiplier: ptr.To[int32](bfdMult)}
+		}
+		if _, err := herald.CiliumV2alpha1().CiliumBGPPeerConfigs().Update(ctx, pc, metav1.UpdateOptions{}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	lines := []string{fmt.Sprintf("router bgp %d", routerASN)}
+	for _, a := range sessionAddrs() {
+		if on {
+			lines = append(lines, fmt.Sprintf("neighbor %s bfd profile %s", a, bfdProfile))
+		} else {
+			lines = append(lines, fmt.Sprintf("no neighbor %s bfd", a))
+		}
+	}
+	if err := router.Configure(lines...); err != nil {
+		tb.Fatal(err)
+	}
+	if on {
+		waitBFDUp(tb)
+	}
+}
+
+// waitBFDUp waits until FRR has every node's sessions up at the
+// profile's timers and every agent shows its BFD sessions up.
+func waitBFDUp(tb testing.TB) {
+	tb.Helper()
+	waitFor(tb, "BFD sessions up in FRR and in the agents", func() (bool, string) {
+		peers, err := router.BFDPeers()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, a := range sessionAddrs() {
+			p := peers[a]
+			if p.Status != "up" || p.RemoteReceiveInterval != bfdIntervalMs || p.RemoteDetectMultiplier != bfdMult {
+				return false, fmt.Sprintf("FRR's session with %s: %+v", a, p)
+			}
+		}
+		for _, n := range nodes {
+			if ok, msg := agentBFDUp(n); !ok {
+				return false, msg
+			}
+		}
+		return true, ""
+	})
+}
+
+// agentBFDUp: the node's bgp-bfd rows are up, and bgp-peers shows it.
+func agentBFDUp(n *node) (bool, string) {
+	sessions, err := tableOf[tables.BGPBFDSession](n, tables.BGPBFDSessionsTableName)
+	if err != nil {
+		return false, err.Error()
+	}
+	if len(sessions) != 2 {
+		return false, fmt.Sprintf("%s has %d BFD sessions: %+v", n.Name, len(sessions), sessions)
+	}
+	for _, s := range sessions {
+		if s.State != tables.BFDStateUp || s.DetectTime != bfdMult*bfdIntervalMs*time.Millisecond {
+			return false, fmt.Sprintf("%s: %+v", n.Name, s)
+		}
+	}
+	peers, err := tableOf[tables.BGPPeerState](n, tables.BGPPeersTableName)
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, p := range peers {
+		if p.BFD != tables.BFDStateUp {
+			return false, fmt.Sprintf("%s: bgp-peers %+v", n.Name, p)
+		}
+	}
+	return true, ""
+}
+
+// A killed agent's BFD session times out in FRR, which drops the BGP
+// session and the node's paths at once (FRR says why: "BFD down"), not
+// at the end of the hold time or graceful restart; restarted, the agent
+// is back with BFD up and its paths.
+func TestBFDFailover(t *testing.T) {
+	ensureAgents(t)
+	setBFD(t, true)
+	t.Cleanup(func() { ensureAgents(t); setBFD(t, false) })
+	ns := newNamespace(t)
+	createService(t, ns, "web", singleStack(corev1.IPv4Protocol))
+	p := hostPrefix(waitVIP(t, ns, "web"))
+	waitAdvertisedBy(t, p, nodes...)
+
+	victim := nodes[0]
+	if err := victim.Kill9(); err != nil {
+		t.Fatal(err)
+	}
+	waitAdvertisedBy(t, p, nodes[1:]...)
+	waitKernelECMP(t, p, nodes[1:]...)
+	bfdPeers, err := router.BFDPeers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := bfdPeers[victim.host.IP.String()]; s.Status != "down" || s.Diagnostic != "control detection time expired" {
+		t.Fatalf("FRR's BFD session with the killed node: %+v", s)
+	}
+	neighbors, err := router.Neighbors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := neighbors[victim.host.IP.String()]; n.State == "Established" || !strings.Contains(n.LastReset, "BFD") {
+		t.Fatalf("FRR's BGP session with the killed node: %s, last reset %q", n.State, n.LastReset)
+	}
+
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitBFDUp(t)
+	waitAdvertisedBy(t, p, nodes...)
+}
+
+// A node whose CPUs are saturated keeps its BFD sessions: no session goes
+// down on either side while busy loops compete with the agent on every
+// CPU. (Short here; `make bench-bgp` runs it for minutes.)
+func TestBFDNoFlapUnderCPUStress(t *testing.T) {
+	ensureAgents(t)
+	setBFD(t, true)
+	t.Cleanup(func() { setBFD(t, false) })
+	before := bfdDowns(t)
+	stopHog := cpuHog(t, 4)
+	time.Sleep(30 * time.Second)
+	stopHog()
+	if after := bfdDowns(t); after != before {
+		t.Fatalf("BFD went down under CPU stress: before %+v, after %+v", before, after)
+	}
+}
+
+// bfdDowns counts the BFD sessions that went down, per side: FRR's
+// session-down counters and the agents' failures.
+func bfdDowns(tb testing.TB) string {
+	tb.Helper()
+	counters, err := router.BFDCounters()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []string
+	for _, a := range sessionAddrs() {
+		out = append(out, fmt.Sprintf("FRR %s: %d", a, counters[a].SessionDown))
+	}
+	for _, n := range nodes {
+		sessions, err := tableOf[tables.BGPBFDSession](n, tables.BGPBFDSessionsTableName)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, s := range sessions {
+			out = append(out, fmt.Sprintf("%s %s: %d", n.Name, s.Peer, s.Failures))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// cpuHog starts n busy loops (shell processes spinning, no priority
+// change) and returns the function that kills them.
+func cpuHog(tb testing.TB, n int) (stop func()) {
+	tb.Helper()
+	var cmds []*exec.Cmd
+	for range n {
+		cmd := exec.Command("sh", "-c", "while :; do :; done")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			tb.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	return func() {
+		for _, c := range cmds {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	}
+}
+
+// tableOf reads an agent's table without failing the test (for polls).
+func tableOf[T any](n *node, table string) ([]T, error) {
+	return agentproc.Table[T](n.Agent, table)
+}
