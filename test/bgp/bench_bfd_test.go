@@ -1,0 +1,143 @@
+package bgp
+
+// BFD benchmarks (see bench_test.go for how they run):
+//
+//   - BenchmarkBFDFailover: how long FRR keeps sending traffic to a node
+//     after its agent is killed (kill -9) and after the node is cut off
+//     the LAN, with BFD at 100 ms × 3 (300 ms detection time) and without
+//     (the hold time, 9 s), BENCH_BGP_BFD_TRIALS (20) trials with BFD and
+//     BENCH_BGP_TRIALS (5) without;
+//   - BenchmarkBFDCPUStress: BFD sessions flapping while busy loops
+//     saturate every CPU of the machine for BENCH_BGP_BFD_STRESS (5m).
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/heraldlb/herald/test/suite"
+)
+
+func BenchmarkBFDFailover(b *testing.B) {
+	bfdTrials := suite.EnvInt(b, "BENCH_BGP_BFD_TRIALS", 20)
+	plainTrials := suite.EnvInt(b, "BENCH_BGP_TRIALS", 5)
+	vip := benchVIP(b, "hbgp-bench-bfd")
+	victim := nodes[len(nodes)-1]
+	kill := func() error { return victim.Kill9() }
+	revive := func() error { return victim.Start() }
+	cut := func() error { return lan.Cut(victim.Name) }
+	heal := func() error { return lan.Heal(victim.Name) }
+
+	setBFD(b, true)
+	killBFD := failoverTrials(b, vip, bfdTrials, kill, revive, true)
+	cutBFD := failoverTrials(b, vip, bfdTrials, cut, heal, true)
+	setBFD(b, false)
+	// Without BFD a killed agent's sessions close at once (the kernel
+	// sends a FIN) unless graceful restart keeps the paths; a cut node is
+	// noticed at the end of the hold time. Graceful restart off, as in
+	// BenchmarkNodeLoss.
+	setGracefulRestart(b, false)
+	killPlain := failoverTrials(b, vip, plainTrials, kill, revive, false)
+	cutPlain := failoverTrials(b, vip, plainTrials, cut, heal, false)
+	setGracefulRestart(b, true)
+
+	row := func(name string, d []float64) string {
+		return fmt.Sprintf("  %-44s %2d trials: p50 %6.3fs  p99 %6.3fs  max %6.3fs", name, len(d),
+			suite.Percentile(d, 50), suite.Percentile(d, 99), d[len(d)-1])
+	}
+	suite.Say(b, "node failure -> FRR's FIB stops using the node (hold time 9s, keepalive 3s):\n%s\n%s\n%s\n%s",
+		row("agent kill -9, BFD 100ms x3, GR on", killBFD), row("node cut off the LAN, BFD 100ms x3, GR on", cutBFD),
+		row("agent kill -9, no BFD, GR off (TCP FIN)", killPlain), row("node cut off the LAN, no BFD, GR off", cutPlain))
+	b.ReportMetric(suite.Percentile(killBFD, 99), "kill-bfd-p99-s")
+	b.ReportMetric(suite.Percentile(cutBFD, 99), "cut-bfd-p99-s")
+	b.ReportMetric(suite.Percentile(cutPlain, 50), "cut-holdtime-p50-s")
+	b.ReportMetric(0, "ns/op")
+}
+
+// benchVIP creates one advertised Service and returns its IP.
+func benchVIP(b *testing.B, ns string) netip.Addr {
+	benchNamespace(b, ns)
+	b.Cleanup(func() { deleteBenchServices(ns, 0) })
+	ctx := context.Background()
+	if _, err := kube.CoreV1().Services(ns).Create(ctx, benchService(ns, "svc-0"), metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if svc, err := kube.CoreV1().Services(ns).Get(ctx, "svc-0", metav1.GetOptions{}); err == nil && len(svc.Status.LoadBalancer.Ingress) > 0 {
+			return netip.MustParseAddr(svc.Status.LoadBalancer.Ingress[0].IP)
+		}
+	}
+	b.Fatal("no IP")
+	return netip.Addr{}
+}
+
+// failoverTrials times, per trial, from fail() to the router's FIB route
+// to vip losing the victim's next hop, then recovers and waits for all
+// next hops (and, with BFD, every BFD session up) again. Sorted seconds.
+func failoverTrials(b *testing.B, vip netip.Addr, trials int, fail, recover func() error, bfd bool) []float64 {
+	var out []float64
+	for range trials {
+		if err := waitFIB(hostPrefix(vip), len(nodes)); err != nil {
+			b.Fatal(err)
+		}
+		if bfd {
+			waitBFDUp(b)
+		}
+		start := time.Now()
+		if err := fail(); err != nil {
+			b.Fatal(err)
+		}
+		if err := waitFIB(hostPrefix(vip), len(nodes)-1); err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, time.Since(start).Seconds())
+		if err := recover(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := waitFIB(hostPrefix(vip), len(nodes)); err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func BenchmarkBFDCPUStress(b *testing.B) {
+	d := 5 * time.Minute
+	if v := os.Getenv("BENCH_BGP_BFD_STRESS"); v != "" {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			b.Fatalf("BENCH_BGP_BFD_STRESS: %v", err)
+		}
+	}
+	ensureAgentsB(b)
+	setBFD(b, true)
+	defer setBFD(b, false)
+	before := bfdDowns(b)
+	stop := cpuHog(b, 4)
+	time.Sleep(d)
+	stop()
+	f := flaps(before, bfdDowns(b))
+	suite.Say(b, "4 busy loops on the machine's %d CPUs for %s, BFD 100ms x3, 6 sessions seen from both sides: %d went down %v",
+		runtime.NumCPU(), d, len(f), f)
+	b.ReportMetric(float64(len(f)), "flaps")
+	b.ReportMetric(0, "ns/op")
+}
+
+// ensureAgentsB restarts an agent a failed run left dead.
+func ensureAgentsB(b *testing.B) {
+	for _, n := range nodes {
+		if !n.Running() {
+			if err := n.Start(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
