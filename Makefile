@@ -19,7 +19,7 @@ OLDEST_KUBE_VERSION := $(shell sed -n 's/^KUBE_OLDEST_VERSION=//p' install/dev/k
 
 .PHONY: all build test test-unit test-integration test-realcluster kernel-check generate verify-generate lint fuzz demo \
         cluster-up cluster-down realcluster-up realcluster-down demo-netns bench-alloc bench-apirestart bench-failover bench-ipam bench-l2 \
-        bench-bgp bench-realcluster manifests demo-down tools clean
+        bench-bgp bench-bfd bench-realcluster manifests demo-down tools clean
 
 all: build
 
@@ -145,6 +145,10 @@ bench-realcluster: tools
 ## bench-bgp: Service -> route in FRR latency, 1000 Services, node loss (needs root; about 10 minutes).
 bench-bgp: tools build
 	hack/bench-bgp.sh
+
+## bench-bfd: BGP failover with BFD (kill -9, node cut) against the hold time; flaps under CPU stress (needs root; about 10 minutes).
+bench-bfd: tools build
+	BENCH=BFD hack/bench-bgp.sh
 
 clean:
 	rm -rf $(OUTPUT)
