@@ -167,6 +167,53 @@ func TestBFDFailover(t *testing.T) {
 	waitAdvertisedBy(t, p, nodes...)
 }
 
+// When the node's BFD session with the router fails (here: the router's
+// BFD packets to node1 are dropped, BGP still flows), the agent resets
+// that BGP session at once, and says why; once the packets flow again,
+// BFD and the node's path are back.
+func TestBFDFailureResetsSession(t *testing.T) {
+	ensureAgents(t)
+	setBFD(t, true)
+	t.Cleanup(func() { setBFD(t, false) })
+	ns := newNamespace(t)
+	createService(t, ns, "web", singleStack(corev1.IPv4Protocol))
+	p := hostPrefix(waitVIP(t, ns, "web"))
+	waitAdvertisedBy(t, p, nodes...)
+	victim := nodes[0]
+	drop := fmt.Sprintf("add table inet hbgpbfd; add chain inet hbgpbfd out { type filter hook output priority 0; }; "+
+		"add rule inet hbgpbfd out ip daddr %s udp dport 3784 drop", victim.host.IP)
+	if out, err := exec.Command("ip", "netns", "exec", routerHost.Netns, "nft", drop).CombinedOutput(); err != nil {
+		t.Fatalf("nft: %v: %s", err, out)
+	}
+	undrop := func() { _ = exec.Command("ip", "netns", "exec", routerHost.Netns, "nft", "delete table inet hbgpbfd").Run() }
+	t.Cleanup(undrop)
+
+	waitFor(t, "node1 to reset its BGP session on BFD failure", func() (bool, string) {
+		peers, err := tableOf[tables.BGPPeerState](victim, tables.BGPPeersTableName)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, ps := range peers {
+			if ps.Address == routerHost.IP && strings.Contains(ps.LastError, "BFD session down") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%+v", peers)
+	})
+	sessions, err := tableOf[tables.BGPBFDSession](victim, tables.BGPBFDSessionsTableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sessions {
+		if s.Peer == routerHost.IP && (s.Failures == 0 || s.Diagnostic != "control detection time expired") {
+			t.Fatalf("node1's BFD session with the router: %+v", s)
+		}
+	}
+	undrop()
+	waitBFDUp(t)
+	waitAdvertisedBy(t, p, nodes...)
+}
+
 // A node whose CPUs are saturated keeps its BFD sessions: no session goes
 // down on either side while busy loops compete with the agent on every
 // CPU. (Short here; `make bench-bgp` runs it for minutes.)
