@@ -180,6 +180,7 @@ func TestBFDFailureResetsSession(t *testing.T) {
 	p := hostPrefix(waitVIP(t, ns, "web"))
 	waitAdvertisedBy(t, p, nodes...)
 	victim := nodes[0]
+	mark := victim.Mark()
 	drop := fmt.Sprintf("add table inet hbgpbfd; add chain inet hbgpbfd out { type filter hook output priority 0; }; "+
 		"add rule inet hbgpbfd out ip daddr %s udp dport 3784 drop", victim.host.IP)
 	if out, err := exec.Command("ip", "netns", "exec", routerHost.Netns, "nft", drop).CombinedOutput(); err != nil {
@@ -189,16 +190,9 @@ func TestBFDFailureResetsSession(t *testing.T) {
 	t.Cleanup(undrop)
 
 	waitFor(t, "node1 to reset its BGP session on BFD failure", func() (bool, string) {
-		peers, err := tableOf[tables.BGPPeerState](victim, tables.BGPPeersTableName)
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, ps := range peers {
-			if ps.Address == routerHost.IP && strings.Contains(ps.LastError, "BFD session down") {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("%+v", peers)
+		logs := victim.LogsSince(mark)
+		return strings.Contains(logs, "Resetting BGP session: its BFD session went down") &&
+			strings.Contains(logs, routerHost.IP.String()), agentproc.Tail(logs, 10)
 	})
 	sessions, err := tableOf[tables.BGPBFDSession](victim, tables.BGPBFDSessionsTableName)
 	if err != nil {
