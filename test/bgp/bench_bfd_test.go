@@ -3,10 +3,13 @@ package bgp
 // BFD benchmarks (see bench_test.go for how they run):
 //
 //   - BenchmarkBFDFailover: how long FRR keeps sending traffic to a node
-//     after its agent is killed (kill -9) and after the node is cut off
-//     the LAN, with BFD at 100 ms × 3 (300 ms detection time) and without
-//     (the hold time, 9 s), BENCH_BGP_BFD_TRIALS (20) trials with BFD and
-//     BENCH_BGP_TRIALS (5) without;
+//     that stops answering (its agent frozen with SIGSTOP: the TCP
+//     session stays open) or is cut off the LAN, with BFD at 100 ms × 3
+//     (300 ms detection time, graceful restart on) and without (the hold
+//     time, 9 s, graceful restart off), BENCH_BGP_BFD_TRIALS (20) trials
+//     with BFD and BENCH_BGP_TRIALS (5) without; and, for reference, an
+//     agent killed with -9 without BFD or graceful restart (its kernel
+//     closes the TCP sessions);
 //   - BenchmarkBFDCPUStress: BFD sessions flapping while busy loops
 //     saturate every CPU of the machine for BENCH_BGP_BFD_STRESS (5m).
 
@@ -30,32 +33,35 @@ func BenchmarkBFDFailover(b *testing.B) {
 	plainTrials := suite.EnvInt(b, "BENCH_BGP_TRIALS", 5)
 	vip := benchVIP(b, "hbgp-bench-bfd")
 	victim := nodes[len(nodes)-1]
-	kill := func() error { return victim.Kill9() }
-	revive := func() error { return victim.Start() }
+	freeze := func() error { return victim.Freeze() }
+	thaw := func() error { return victim.Thaw() }
 	cut := func() error { return lan.Cut(victim.Name) }
 	heal := func() error { return lan.Heal(victim.Name) }
+	kill := func() error { return victim.Kill9() }
+	revive := func() error { return victim.Start() }
 
 	setBFD(b, true)
-	killBFD := failoverTrials(b, vip, bfdTrials, kill, revive, true)
+	freezeBFD := failoverTrials(b, vip, bfdTrials, freeze, thaw, true)
 	cutBFD := failoverTrials(b, vip, bfdTrials, cut, heal, true)
 	setBFD(b, false)
-	// Without BFD a killed agent's sessions close at once (the kernel
-	// sends a FIN) unless graceful restart keeps the paths; a cut node is
-	// noticed at the end of the hold time. Graceful restart off, as in
-	// BenchmarkNodeLoss.
+	// Without BFD, graceful restart off (as in BenchmarkNodeLoss): with
+	// it on, the router keeps the paths of a silent node for the restart
+	// time after the hold time.
 	setGracefulRestart(b, false)
-	killPlain := failoverTrials(b, vip, plainTrials, kill, revive, false)
+	freezePlain := failoverTrials(b, vip, plainTrials, freeze, thaw, false)
 	cutPlain := failoverTrials(b, vip, plainTrials, cut, heal, false)
+	killPlain := failoverTrials(b, vip, plainTrials, kill, revive, false)
 	setGracefulRestart(b, true)
 
 	row := func(name string, d []float64) string {
-		return fmt.Sprintf("  %-44s %2d trials: p50 %6.3fs  p99 %6.3fs  max %6.3fs", name, len(d),
+		return fmt.Sprintf("  %-46s %2d trials: p50 %6.3fs  p99 %6.3fs  max %6.3fs", name, len(d),
 			suite.Percentile(d, 50), suite.Percentile(d, 99), d[len(d)-1])
 	}
-	suite.Say(b, "node failure -> FRR's FIB stops using the node (hold time 9s, keepalive 3s):\n%s\n%s\n%s\n%s",
-		row("agent kill -9, BFD 100ms x3, GR on", killBFD), row("node cut off the LAN, BFD 100ms x3, GR on", cutBFD),
-		row("agent kill -9, no BFD, GR off (TCP FIN)", killPlain), row("node cut off the LAN, no BFD, GR off", cutPlain))
-	b.ReportMetric(suite.Percentile(killBFD, 99), "kill-bfd-p99-s")
+	suite.Say(b, "node failure -> FRR's FIB stops using the node (hold time 9s, keepalive 3s):\n%s\n%s\n%s\n%s\n%s",
+		row("agent frozen (SIGSTOP), BFD 100ms x3, GR on", freezeBFD), row("node cut off the LAN, BFD 100ms x3, GR on", cutBFD),
+		row("agent frozen (SIGSTOP), no BFD, GR off", freezePlain), row("node cut off the LAN, no BFD, GR off", cutPlain),
+		row("agent kill -9, no BFD, GR off (TCP FIN)", killPlain))
+	b.ReportMetric(suite.Percentile(freezeBFD, 99), "freeze-bfd-p99-s")
 	b.ReportMetric(suite.Percentile(cutBFD, 99), "cut-bfd-p99-s")
 	b.ReportMetric(suite.Percentile(cutPlain, 50), "cut-holdtime-p50-s")
 	b.ReportMetric(0, "ns/op")

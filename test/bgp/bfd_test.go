@@ -126,10 +126,14 @@ func agentBFDUp(n *node) (bool, string) {
 	return true, ""
 }
 
-// A killed agent's BFD session times out in FRR, which drops the BGP
-// session and the node's paths at once (FRR says why: "BFD down"), not
-// at the end of the hold time or graceful restart; restarted, the agent
-// is back with BFD up and its paths.
+// A node that stops answering (here its agent frozen with SIGSTOP: no
+// FIN, no NOTIFICATION, the TCP session stays open) loses its paths at
+// the router as soon as BFD's detection time expires, not at the end of
+// the hold time, and although graceful restart is on (FRR ends a session
+// whose BFD failed without keeping its paths; says why: "BFD down").
+// Back, the node has BFD up and its paths again. An agent killed with
+// -9, on the other hand, closes its TCP sessions at once: the router
+// keeps its paths, stale, for graceful restart, BFD or not.
 func TestBFDFailover(t *testing.T) {
 	ensureAgents(t)
 	setBFD(t, true)
@@ -138,33 +142,39 @@ func TestBFDFailover(t *testing.T) {
 	createService(t, ns, "web", singleStack(corev1.IPv4Protocol))
 	p := hostPrefix(waitVIP(t, ns, "web"))
 	waitAdvertisedBy(t, p, nodes...)
-
 	victim := nodes[0]
-	if err := victim.Kill9(); err != nil {
-		t.Fatal(err)
-	}
-	waitAdvertisedBy(t, p, nodes[1:]...)
-	waitKernelECMP(t, p, nodes[1:]...)
-	bfdPeers, err := router.BFDPeers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s := bfdPeers[victim.host.IP.String()]; s.Status != "down" || s.Diagnostic != "control detection time expired" {
-		t.Fatalf("FRR's BFD session with the killed node: %+v", s)
-	}
-	neighbors, err := router.Neighbors()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := neighbors[victim.host.IP.String()]; n.State == "Established" || !strings.Contains(n.LastReset, "BFD") {
-		t.Fatalf("FRR's BGP session with the killed node: %s, last reset %q", n.State, n.LastReset)
-	}
 
-	if err := victim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitBFDUp(t)
-	waitAdvertisedBy(t, p, nodes...)
+	t.Run("frozen", func(t *testing.T) {
+		if err := victim.Freeze(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = victim.Thaw() })
+		waitAdvertisedBy(t, p, nodes[1:]...)
+		waitKernelECMP(t, p, nodes[1:]...)
+		bfdPeers, err := router.BFDPeers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := bfdPeers[victim.host.IP.String()]; s.Status == "up" || s.Diagnostic != "control detection time expired" {
+			t.Fatalf("FRR's BFD session with the frozen node: %+v", s)
+		}
+		neighbors, err := router.Neighbors()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := neighbors[victim.host.IP.String()]; n.State == "Established" || !strings.Contains(n.LastReset, "BFD") {
+			t.Fatalf("FRR's BGP session with the frozen node: %s, last reset %q", n.State, n.LastReset)
+		}
+		if err := victim.Thaw(); err != nil {
+			t.Fatal(err)
+		}
+		waitBFDUp(t)
+		waitAdvertisedBy(t, p, nodes...)
+	})
+	t.Run("kill -9 keeps graceful restart", func(t *testing.T) {
+		restartKeepsRoutes(t, p, victim, func(n *node) error { return n.Kill9() })
+		waitBFDUp(t)
+	})
 }
 
 // When the node's BFD session with the router fails (here: the router's
