@@ -127,13 +127,13 @@ func agentBFDUp(n *node) (bool, string) {
 }
 
 // A node that stops answering (here its agent frozen with SIGSTOP: no
-// FIN, no NOTIFICATION, the TCP session stays open) loses its paths at
-// the router as soon as BFD's detection time expires, not at the end of
-// the hold time, and although graceful restart is on (FRR ends a session
-// whose BFD failed without keeping its paths; says why: "BFD down").
-// Back, the node has BFD up and its paths again. An agent killed with
-// -9, on the other hand, closes its TCP sessions at once: the router
-// keeps its paths, stale, for graceful restart, BFD or not.
+// FIN, the TCP session stays open) or whose agent is killed with -9
+// loses its paths at the router as soon as BFD's detection time expires,
+// although graceful restart is on: FRR ends a session whose BFD failed
+// with a NOTIFICATION (Cease, "BFD Down", RFC 9384) and keeps nothing
+// stale, where without BFD it would wait for the hold time (frozen) or
+// keep the paths for the restart time (killed). Back, the node has BFD
+// up and its paths again.
 func TestBFDFailover(t *testing.T) {
 	ensureAgents(t)
 	setBFD(t, true)
@@ -151,30 +151,47 @@ func TestBFDFailover(t *testing.T) {
 		t.Cleanup(func() { _ = victim.Thaw() })
 		waitAdvertisedBy(t, p, nodes[1:]...)
 		waitKernelECMP(t, p, nodes[1:]...)
-		bfdPeers, err := router.BFDPeers()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s := bfdPeers[victim.host.IP.String()]; s.Status == "up" || s.Diagnostic != "control detection time expired" {
-			t.Fatalf("FRR's BFD session with the frozen node: %+v", s)
-		}
-		neighbors, err := router.Neighbors()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := neighbors[victim.host.IP.String()]; n.State == "Established" || !strings.Contains(n.LastReset, "BFD") {
-			t.Fatalf("FRR's BGP session with the frozen node: %s, last reset %q", n.State, n.LastReset)
-		}
+		checkBFDReset(t, victim)
 		if err := victim.Thaw(); err != nil {
 			t.Fatal(err)
 		}
 		waitBFDUp(t)
 		waitAdvertisedBy(t, p, nodes...)
 	})
-	t.Run("kill -9 keeps graceful restart", func(t *testing.T) {
-		restartKeepsRoutes(t, p, victim, func(n *node) error { return n.Kill9() })
+	t.Run("kill -9", func(t *testing.T) {
+		if err := victim.Kill9(); err != nil {
+			t.Fatal(err)
+		}
+		// Withdrawn, not kept stale for graceful restart.
+		waitAdvertisedBy(t, p, nodes[1:]...)
+		checkBFDReset(t, victim)
+		if err := victim.Start(); err != nil {
+			t.Fatal(err)
+		}
 		waitBFDUp(t)
+		waitAdvertisedBy(t, p, nodes...)
 	})
+}
+
+// checkBFDReset: FRR's BFD session with the node expired, and its BGP
+// session ended because of it.
+func checkBFDReset(t *testing.T, victim *node) {
+	t.Helper()
+	bfdPeers, err := router.BFDPeers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := bfdPeers[victim.host.IP.String()]; s.Status == "up" || s.Diagnostic != "control detection time expired" {
+		t.Fatalf("FRR's BFD session with %s: %+v", victim.Name, s)
+	}
+	neighbors, err := router.Neighbors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := neighbors[victim.host.IP.String()]
+	if n.State == "Established" || !strings.Contains(n.LastReset+" "+n.LastNotification, "BFD") {
+		t.Fatalf("FRR's BGP session with %s: %s, last reset %q, last notification %q", victim.Name, n.State, n.LastReset, n.LastNotification)
+	}
 }
 
 // When the node's BFD session with the router fails (here: the router's
