@@ -204,7 +204,9 @@ func TestBFDFailureResetsSession(t *testing.T) {
 	if out, err := exec.Command("ip", "netns", "exec", routerHost.Netns, "nft", drop).CombinedOutput(); err != nil {
 		t.Fatalf("nft: %v: %s", err, out)
 	}
-	undrop := func() { _ = exec.Command("ip", "netns", "exec", routerHost.Netns, "nft", "delete table inet hbgpbfd").Run() }
+	undrop := func() {
+		_ = exec.Command("ip", "netns", "exec", routerHost.Netns, "nft", "delete table inet hbgpbfd").Run()
+	}
 	t.Cleanup(undrop)
 
 	waitFor(t, "node1 to reset its BGP session on BFD failure", func() (bool, string) {
