@@ -1,6 +1,7 @@
 package tables
 
 import (
+	"strings"
 	"time"
 
 	"github.com/cilium/statedb"
@@ -29,6 +30,9 @@ type L2Lease struct {
 	ResourceVersion string    `json:"resourceVersion"`
 	RenewTime       time.Time `json:"renewTime"`
 	DurationSeconds int32     `json:"durationSeconds"`
+	// Takeover is the content of a takeover record
+	// (herald-l2-takeover-*), nil on other Leases.
+	Takeover *L2Takeover `json:"takeover,omitempty"`
 }
 
 func (l *L2Lease) TableHeader() []string {
@@ -40,7 +44,11 @@ func (l *L2Lease) TableRow() []string {
 	if !l.RenewTime.IsZero() {
 		renew = l.RenewTime.UTC().Format(time.RFC3339)
 	}
-	return []string{l.Name, dash(l.Holder), dash(l.Term), renew}
+	holder := dash(l.Holder)
+	if l.Takeover != nil {
+		holder = l.Takeover.String()
+	}
+	return []string{l.Name, holder, dash(l.Term), renew}
 }
 
 // L2LeaseNameIndex is the primary index.
@@ -70,6 +78,9 @@ func L2LeaseFromK8s(l *coordinationv1.Lease) *L2Lease {
 	}
 	if l.Spec.LeaseDurationSeconds != nil {
 		row.DurationSeconds = *l.Spec.LeaseDurationSeconds
+	}
+	if strings.HasPrefix(l.Name, L2TakeoverLeasePrefix) {
+		row.Takeover = ParseL2Takeover(l.Annotations[L2TakeoverAnnotation])
 	}
 	return row
 }

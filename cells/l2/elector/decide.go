@@ -27,6 +27,10 @@ type view struct {
 	members map[string]member
 	groups  []*tables.L2Candidate
 	records map[string]holding // by group; missing: no Lease
+	// takeovers are the takeover records, by the holder/term they take
+	// groups from: a group whose Lease names that holder and term, and
+	// that the record lists, is held by the node the record names.
+	takeovers map[string]takeoverRecord
 	// renewed are the groups whose Lease its holder renewed within its
 	// duration (written again, same holder and term), which this election
 	// never does: an agent of the Lease election holds them.
@@ -49,7 +53,10 @@ type member struct {
 // holding is the announcement Lease of a group: who holds it, in which term.
 type holding struct {
 	holder, term string
-	version      string // resourceVersion, for conditional writes
+	version      string // resourceVersion of the Lease, for conditional writes
+	// via: the holder/term of the takeover record that names this holder
+	// ("": the Lease names it).
+	via string
 }
 
 func (r holding) key() string { return r.holder + "/" + r.term }
@@ -85,7 +92,12 @@ type decision struct {
 type plan struct {
 	decisions map[string]decision
 	writes    []write
-	took      map[string]string // the unrecorded takeovers after this round
+	// records: the takeover records to write, by the holder/term they
+	// take groups from.
+	records map[string]*recordWrite
+	took    map[string]string // the unrecorded takeovers after this round
+	// holdings: who holds each group, the takeover records applied.
+	holdings map[string]holding
 }
 
 // decide is the ownership protocol, pure: who answers for each group, and
@@ -99,11 +111,16 @@ type plan struct {
 //     API server was unreachable (and nobody recorded another holder
 //     since). Holding is never inferred from memory alone.
 //   - A group whose holder is dead, or whose Lease names a term its holder
-//     no longer has, or that has no holder, is taken by its owner: by a
-//     write conditional on the version read (two agents with different
-//     views cannot both win), or, with the API server unreachable,
-//     directly, announced to the peers as a takeover so that no one else
-//     takes it from the same record.
+//     no longer has, is taken over by the takeover record of that holder
+//     and term: one record for all its groups, naming each one's owner,
+//     written by whichever node gets there first, conditional on the
+//     version read (two agents with different views cannot both win); a
+//     record only grows. Every node obeys the record it reads, and the
+//     new holder writes itself into the group's Lease afterwards (resolve,
+//     takeover.go). A group without a holder is taken by its owner with a
+//     conditional write of its Lease. With the API server unreachable, a
+//     group is taken directly, announced to the peers as a takeover so
+//     that no one else takes it from the same record.
 //   - A live holder keeps a group until it hands it over: it withdraws
 //     its entries first, then writes the new holder into the Lease; the
 //     new owner answers when it reads that. Without the API server nothing
@@ -113,9 +130,10 @@ type plan struct {
 //     the renewals stop for its duration.
 //   - Nothing is answered, taken or handed over without a fresh fence.
 func decide(v view) plan {
+	v.records = v.resolve()
 	owners := v.owners()
 	claimed, claimsAll := v.claims()
-	p := plan{decisions: map[string]decision{}, took: map[string]string{}}
+	p := plan{decisions: map[string]decision{}, took: map[string]string{}, records: map[string]*recordWrite{}, holdings: v.records}
 	for _, g := range v.groups {
 		owner := owners[g.Group]
 		rec, hasRec := v.records[g.Group]
@@ -227,52 +245,81 @@ func (v view) held(p *plan, d *decision, g *tables.L2Candidate, rec holding, can
 	default:
 		d.announce = true
 		d.why = "held by this node"
-		if tookIt && v.apiUp {
+		switch {
+		case tookIt && v.apiUp:
 			p.writes = append(p.writes, write{group: g.Group, holder: v.self, term: v.term, fromVersion: rec.version,
 				why: "recording the takeover of " + took})
+		case rec.via != "":
+			// Off the critical path: this node answers already, the
+			// Lease catches up so that it tells the truth.
+			d.why = "held by this node (takeover record of " + rec.via + ")"
+			if v.apiUp {
+				p.writes = append(p.writes, write{group: g.Group, holder: v.self, term: v.term, fromVersion: rec.version,
+					why: "recording the takeover record of " + rec.via})
+			}
 		}
 	}
 }
 
 // notHeld decides a group this node does not hold: it takes it when it is
-// the owner and nobody else holds or claims it.
+// the owner and nobody else holds or claims it. A group taken from a
+// holder goes into that holder's takeover record, with the groups of the
+// other owners: whichever node writes the record first places them all.
 func (v view) notHeld(p *plan, d *decision, g *tables.L2Candidate, rec holding, hasRec bool, claimed map[string]string, claimsAll string) {
 	owner := d.owner
-	switch {
-	case !v.mayMove:
+	if !v.mayMove {
 		d.why = "not taking groups over: no majority of the nodes is alive in this node's view"
+		return
+	}
+	wait := v.waitFor(g, rec, hasRec, claimed, claimsAll)
+	fromHolder := hasRec && rec.holder != ""
+	switch {
 	case owner != v.self:
 		d.why = fmt.Sprintf("owner %s", dashIfEmpty(owner))
-		if hasRec && rec.holder != "" {
+		if fromHolder {
 			d.why += ", held by " + rec.holder
+			if wait == "" && v.apiUp {
+				v.recordTakeover(p, g.Group, rec, owner)
+			}
 		}
-	case hasRec && rec.holder != "" && v.members[rec.holder].live && v.members[rec.holder].term == rec.term:
-		d.why = fmt.Sprintf("owner this node; waiting for %s to hand it over", rec.holder)
-	case hasRec && rec.holder != "" && v.renewed[g.Group]:
-		// Taking it would start a fight with that agent's renewals
-		// (see Documentation/l2-announcements.md, "Switching the
-		// election"): it is left alone until it stops renewing.
-		d.why = fmt.Sprintf("owner this node; %s renews the Lease (an agent of the Lease election?): not taken until it stops", rec.holder)
-	case hasRec && claimed[claimKey(g.Group, rec.key())] != "":
-		d.why = fmt.Sprintf("owner this node; waiting for %s, which took it over from %s", claimed[claimKey(g.Group, rec.key())], rec.key())
-	case hasRec && claimed[rec.key()] != "":
-		// An agent before per-group claims: it claims every group of
-		// the record.
-		d.why = fmt.Sprintf("owner this node; waiting for %s, which took over groups of %s", claimed[rec.key()], rec.key())
-	case hasRec && claimsAll != "":
-		d.why = fmt.Sprintf("owner this node; waiting for %s, which took over more groups than it can list", claimsAll)
+	case wait != "":
+		d.why = "owner this node; " + wait
+	case v.apiUp && fromHolder:
+		d.why = fmt.Sprintf("taking it over from %s (%s) by its takeover record", rec.key(), gone(v.members[rec.holder]))
+		v.recordTakeover(p, g.Group, rec, v.self)
 	case v.apiUp:
-		why := "taking it (no holder)"
-		if hasRec && rec.holder != "" {
-			why = fmt.Sprintf("taking it over from %s (%s)", rec.key(), gone(v.members[rec.holder]))
-		}
-		d.why = why
-		p.writes = append(p.writes, write{group: g.Group, holder: v.self, term: v.term, fromVersion: rec.version, why: why})
+		d.why = "taking it (no holder)"
+		p.writes = append(p.writes, write{group: g.Group, holder: v.self, term: v.term, fromVersion: rec.version, why: d.why})
 	default:
 		d.announce = true
 		d.why = fmt.Sprintf("took it over from %s while the API server is unreachable", rec.key())
 		p.took[g.Group] = rec.key()
 	}
+}
+
+// waitFor says why a group that this node would own may not be taken
+// yet; "" when it is free.
+func (v view) waitFor(g *tables.L2Candidate, rec holding, hasRec bool, claimed map[string]string, claimsAll string) string {
+	switch {
+	case !hasRec:
+		return ""
+	case rec.holder != "" && v.members[rec.holder].live && v.members[rec.holder].term == rec.term:
+		return fmt.Sprintf("waiting for %s to hand it over", rec.holder)
+	case rec.holder != "" && v.renewed[g.Group]:
+		// Taking it would start a fight with that agent's renewals
+		// (see Documentation/l2-announcements.md, "Switching the
+		// election"): it is left alone until it stops renewing.
+		return fmt.Sprintf("%s renews the Lease (an agent of the Lease election?): not taken until it stops", rec.holder)
+	case claimed[claimKey(g.Group, rec.key())] != "":
+		return fmt.Sprintf("waiting for %s, which took it over from %s", claimed[claimKey(g.Group, rec.key())], rec.key())
+	case claimed[rec.key()] != "":
+		// An agent before per-group claims: it claims every group of
+		// the record.
+		return fmt.Sprintf("waiting for %s, which took over groups of %s", claimed[rec.key()], rec.key())
+	case claimsAll != "":
+		return fmt.Sprintf("waiting for %s, which took over more groups than it can list", claimsAll)
+	}
+	return ""
 }
 
 func gone(m member) string {

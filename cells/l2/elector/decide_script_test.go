@@ -44,7 +44,9 @@ type protocolWorld struct {
 	members map[string]*tables.L2Member
 	groups  map[string]*tables.L2Candidate
 	records map[string]holding
-	renewed map[string]bool
+	// takeovers: the takeover records, by the holder/term they take from.
+	takeovers map[string]takeoverRecord
+	renewed   map[string]bool
 	// withdrawn: the groups whose entries are out of the responder.
 	withdrawn map[string]bool
 	took      map[string]string // carried from round to round, as the elector does
@@ -64,7 +66,7 @@ func (w *protocolWorld) reset(name string) {
 	w.fence = fence{newTerm: func() string { w.terms++; return "t" + strconv.Itoa(w.terms) }}
 	if w.members == nil {
 		w.members, w.groups, w.records = map[string]*tables.L2Member{}, map[string]*tables.L2Candidate{}, map[string]holding{}
-		w.renewed, w.withdrawn = map[string]bool{}, map[string]bool{}
+		w.renewed, w.withdrawn, w.takeovers = map[string]bool{}, map[string]bool{}, map[string]takeoverRecord{}
 	}
 }
 
@@ -86,6 +88,7 @@ func (w *protocolWorld) commands() map[string]script.Cmd {
 		"member":    w.memberCmd(),
 		"group":     w.cmd("a group of Services and the nodes that may announce it (none: gone)", "group nodes...", 1, -1, w.groupCmd),
 		"lease":     w.cmd("a group's announcement Lease (no holder: gone)", "group [holder term version]", 1, 4, w.leaseCmd),
+		"takeover":  w.cmd("the takeover record of holder/term (no entries: gone)", "holder/term [version group=node/term...]", 1, -1, w.takeoverCmd),
 		"renewed":   w.cmd("the groups whose Lease its holder renews (none: no group)", "groups...", 0, -1, w.setCmd(&w.renewed)),
 		"withdrawn": w.cmd("the groups whose entries are out of the responder", "groups...", 0, -1, w.setCmd(&w.withdrawn)),
 		"standing":  w.standingCmd(),
@@ -193,6 +196,23 @@ func (w *protocolWorld) leaseCmd(_ *script.State, args []string) (string, error)
 	return "", nil
 }
 
+func (w *protocolWorld) takeoverCmd(_ *script.State, args []string) (string, error) {
+	if len(args) == 1 {
+		delete(w.takeovers, args[0])
+		return "", nil
+	}
+	t := takeoverRecord{name: "takeover " + args[0], version: args[1], owners: map[string]string{}}
+	for _, e := range args[2:] {
+		g, o, ok := strings.Cut(e, "=")
+		if !ok {
+			return "", fmt.Errorf("%q: want group=node/term", e)
+		}
+		t.owners[g] = o
+	}
+	w.takeovers[args[0]] = t
+	return "", nil
+}
+
 func (w *protocolWorld) setCmd(set *map[string]bool) func(*script.State, []string) (string, error) {
 	return func(_ *script.State, args []string) (string, error) {
 		*set = map[string]bool{}
@@ -251,7 +271,7 @@ func (w *protocolWorld) standingCmd() script.Cmd {
 // this node's term began counts only after the rejoin grace.
 func (w *protocolWorld) view() view {
 	v := view{self: w.self, term: w.fence.term, fresh: w.fence.valid(w.now), mayMove: w.mayMove, apiUp: w.apiUp,
-		members: map[string]member{}, records: maps.Clone(w.records),
+		members: map[string]member{}, records: maps.Clone(w.records), takeovers: maps.Clone(w.takeovers),
 		renewed: w.renewed, took: w.took, withdrawn: w.withdrawn}
 	for _, m := range w.members {
 		term := m.Term
@@ -287,7 +307,7 @@ func (w *protocolWorld) decideCmd(*script.State, []string) (string, error) {
 			does = "withdraw"
 		}
 		holder := "-"
-		if rec, ok := v.records[g.Group]; ok && rec.holder != "" {
+		if rec, ok := p.holdings[g.Group]; ok && rec.holder != "" {
 			holder = rec.key()
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", g.Group, dashIfEmpty(d.owner), holder, does, d.why)
@@ -296,31 +316,64 @@ func (w *protocolWorld) decideCmd(*script.State, []string) (string, error) {
 	for _, wr := range p.writes {
 		fmt.Fprintf(&b, "write %s: %s/%s if version %s\n", wr.group, dashIfEmpty(wr.holder), dashIfEmpty(wr.term), dashIfEmpty(wr.fromVersion))
 	}
+	for _, from := range slices.Sorted(maps.Keys(p.records)) {
+		r := p.records[from]
+		fmt.Fprintf(&b, "record %s if version %s:", from, dashIfEmpty(r.fromVersion))
+		for _, g := range slices.Sorted(maps.Keys(r.owners)) {
+			fmt.Fprintf(&b, " %s=%s", g, r.owners[g])
+		}
+		fmt.Fprintln(&b)
+	}
 	for _, g := range slices.Sorted(maps.Keys(p.took)) {
 		fmt.Fprintf(&b, "took %s from %s\n", g, p.took[g])
 	}
 	return b.String(), nil
 }
 
-// landCmd applies the last round's writes to the Leases: conditional on
-// the version they were computed from, as the API server does; a new
-// version is one above the highest there is.
+// landCmd applies the last round's writes to the Leases and the takeover
+// records: conditional on the version they were computed from, as the API
+// server does; a new version is one above the highest there is.
 func (w *protocolWorld) landCmd(*script.State, []string) (string, error) {
 	var b strings.Builder
+	for _, from := range slices.Sorted(maps.Keys(w.last.records)) {
+		r := w.last.records[from]
+		cur, ok := w.takeovers[from]
+		if (ok && cur.version != r.fromVersion) || (!ok && r.fromVersion != "") {
+			fmt.Fprintf(&b, "conflict record %s: it has version %s, not %s\n", from, dashIfEmpty(cur.version), dashIfEmpty(r.fromVersion))
+			continue
+		}
+		next := w.nextVersion()
+		w.takeovers[from] = takeoverRecord{name: "takeover " + from, version: strconv.Itoa(next), owners: maps.Clone(r.owners)}
+		fmt.Fprintf(&b, "landed record %s: %d groups, version %d\n", from, len(r.owners), next)
+	}
 	for _, wr := range w.last.writes {
 		cur, ok := w.records[wr.group]
 		if (ok && cur.version != wr.fromVersion) || (!ok && wr.fromVersion != "") {
 			fmt.Fprintf(&b, "conflict %s: the Lease has version %s, not %s\n", wr.group, dashIfEmpty(cur.version), dashIfEmpty(wr.fromVersion))
 			continue
 		}
-		next := 0
-		for _, r := range w.records {
-			n, _ := strconv.Atoi(r.version)
-			next = max(next, n)
-		}
-		w.records[wr.group] = holding{holder: wr.holder, term: wr.term, version: strconv.Itoa(next + 1)}
-		fmt.Fprintf(&b, "landed %s: %s, version %d\n", wr.group, w.records[wr.group].key(), next+1)
+		next := w.nextVersion()
+		w.records[wr.group] = holding{holder: wr.holder, term: wr.term, version: strconv.Itoa(next)}
+		fmt.Fprintf(&b, "landed %s: %s, version %d\n", wr.group, w.records[wr.group].key(), next)
 	}
-	w.last.writes = nil
+	w.last.writes, w.last.records = nil, nil
+	for _, from := range slices.Sorted(maps.Keys(unreferenced(w.records, w.takeovers))) {
+		delete(w.takeovers, from)
+		fmt.Fprintf(&b, "deleted record %s: no Lease names it\n", from)
+	}
 	return b.String(), nil
+}
+
+// nextVersion is one above the highest version of any Lease or record.
+func (w *protocolWorld) nextVersion() int {
+	next := 0
+	for _, r := range w.records {
+		n, _ := strconv.Atoi(r.version)
+		next = max(next, n)
+	}
+	for _, t := range w.takeovers {
+		n, _ := strconv.Atoi(t.version)
+		next = max(next, n)
+	}
+	return next + 1
 }

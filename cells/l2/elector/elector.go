@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
@@ -34,6 +35,7 @@ type params struct {
 	DB           *statedb.DB
 	Jobs         job.Group
 	Kube         kubernetes.Interface
+	REST         *rest.Config `optional:"true"`
 	Candidates   statedb.Table[*tables.L2Candidate]
 	Members      statedb.Table[*tables.L2Member]
 	Confirmation statedb.Table[*tables.L2MemberConfirmation]
@@ -59,10 +61,14 @@ func registerMembersElector(p params) error {
 	if err := p.Leases.Validate(); err != nil {
 		return err
 	}
+	records, err := recordClient(p)
+	if err != nil {
+		return err
+	}
 	e := &elector{params: p, self: p.Agent.Node(), timings: p.Leases.Timings(),
 		fence:  fence{newTerm: newTermName},
-		leases: p.Kube.CoordinationV1().Leases(p.Agent.K8sNamespace),
-		seen:   map[string]seenLease{}, records: map[string]seenRecord{}, took: map[string]string{}, inflight: map[string]bool{},
+		leases: p.Kube.CoordinationV1().Leases(p.Agent.K8sNamespace), recordLeases: records,
+		seen: map[string]seenLease{}, records: map[string]seenRecord{}, took: map[string]string{}, inflight: map[string]bool{},
 		overlay: map[string]overlay{}, announced: map[string]bool{},
 		results: make(chan writeResult, 64),
 		writing: make(chan struct{}, maxWritesInFlight),
@@ -88,6 +94,9 @@ type elector struct {
 	timings tables.LeaseTimings
 	fence   fence
 	leases  coordinationclient.LeaseInterface
+	// recordLeases writes the takeover records, with a rate limit of its
+	// own (recordClient).
+	recordLeases coordinationclient.LeaseInterface
 
 	// seen: when each Lease version was first seen, for the node Leases'
 	// expiry (judged on this node's clock).
@@ -111,6 +120,26 @@ type elector struct {
 type seenLease struct {
 	version string
 	at      time.Time
+}
+
+// recordClientQPS is the rate limit of the takeover records' own client:
+// a few writes per failed node, which must not queue behind the Lease
+// writes and Events of the groups they move.
+const recordClientQPS = 20
+
+// recordClient is the Lease client of the takeover records: the agent's
+// connection settings with a rate limit of its own.
+func recordClient(p params) (coordinationclient.LeaseInterface, error) {
+	if p.REST == nil {
+		return p.Kube.CoordinationV1().Leases(p.Agent.K8sNamespace), nil
+	}
+	cfg := rest.CopyConfig(p.REST)
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = recordClientQPS, 2*recordClientQPS, nil
+	c, err := coordinationclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c.Leases(p.Agent.K8sNamespace), nil
 }
 
 func newTermName() string {

@@ -65,6 +65,7 @@ type overlay struct {
 type writeResult struct {
 	w       write
 	deleted bool
+	record  *recordWrite // a takeover record's write
 	version string
 	err     error
 }
@@ -87,6 +88,11 @@ func (e *elector) collect(v view) {
 	for n, m := range v.members {
 		if m.live && (first == "" || n < first) {
 			first = n
+		}
+	}
+	if first == e.self {
+		for from, t := range unreferenced(v.records, v.takeovers) {
+			e.send(write{group: t.name, fromVersion: t.version, why: "no Lease names " + from + " any more"}, true)
 		}
 	}
 	for g, rec := range v.records {
@@ -122,6 +128,24 @@ func (e *elector) send(w write, del bool) {
 	}()
 }
 
+// sendRecord starts the write of a takeover record unless one is under
+// way for it. These do not queue behind the Lease writes: one record
+// moves every group of a dead node.
+func (e *elector) sendRecord(w *recordWrite) {
+	key := tables.L2TakeoverLeasePrefix + w.from
+	if e.inflight[key] {
+		return
+	}
+	e.inflight[key] = true
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r := writeResult{w: write{group: key}, record: w}
+		r.version, r.err = writeTakeover(ctx, e.recordLeases, w, e.timings.Duration)
+		e.results <- r
+	}()
+}
+
 // drainResults takes the finished writes in; it reports whether there
 // were any.
 func (e *elector) drainResults() bool {
@@ -141,13 +165,23 @@ func (e *elector) drainResults() bool {
 func (e *elector) handleResult(r writeResult) {
 	delete(e.inflight, r.w.group)
 	switch {
+	case r.record != nil && r.err == nil:
+		// No overlay: the record counts once the table shows it.
+		e.metrics.writes.WithLabelValues("takeover-record").Inc()
+		e.Log.Info("Takeover record written", "from", r.record.from, "groups", len(r.record.owners), "added", r.record.added)
+	case r.record != nil && errors.Is(r.err, errConflict):
+		e.metrics.writes.WithLabelValues("conflict").Inc()
+	case r.record != nil:
+		e.lastFail = time.Now()
+		e.metrics.writes.WithLabelValues("failed").Inc()
+		e.Log.Warn("Takeover record write failed", "from", r.record.from, "error", r.err)
 	case r.err == nil && !r.deleted:
 		e.overlay[r.w.group] = overlay{fromVersion: r.w.fromVersion, h: holding{holder: r.w.holder, term: r.w.term, version: r.version}}
 		e.metrics.writes.WithLabelValues("written").Inc()
 		e.Log.Info("Announcement lease written", "lease", r.w.group, "holder", r.w.holder, "term", r.w.term, "why", r.w.why)
 	case r.err == nil:
 		e.metrics.writes.WithLabelValues("deleted").Inc()
-		e.Log.Info("Deleted the announcement lease of a group that is gone", "lease", r.w.group)
+		e.Log.Info("Deleted a Lease", "lease", r.w.group, "why", r.w.why)
 	case errors.Is(r.err, errConflict):
 		e.metrics.writes.WithLabelValues("conflict").Inc()
 	default:

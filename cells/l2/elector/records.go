@@ -3,6 +3,7 @@ package elector
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -30,6 +31,35 @@ func writeRecord(ctx context.Context, leases coordinationclient.LeaseInterface, 
 	}
 	if w.holder != "" {
 		l.Spec.HolderIdentity = &w.holder
+	}
+	var out *coordinationv1.Lease
+	var err error
+	if w.fromVersion == "" {
+		out, err = leases.Create(ctx, l, metav1.CreateOptions{})
+	} else {
+		out, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	}
+	switch {
+	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err):
+		return "", errConflict
+	case err != nil:
+		return "", err
+	}
+	return out.ResourceVersion, nil
+}
+
+// writeTakeover creates or grows a takeover record, conditional on the
+// version read ("" to create it). The record holds no holder: it is not
+// an announcement Lease.
+func writeTakeover(ctx context.Context, leases coordinationclient.LeaseInterface, w *recordWrite, duration time.Duration) (string, error) {
+	node, term, _ := strings.Cut(w.from, "/")
+	now := metav1.NewMicroTime(time.Now())
+	secs := int32(duration / time.Second)
+	t := tables.L2Takeover{From: w.from, Owners: w.owners}
+	l := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: tables.L2TakeoverLeaseName(node, term), ResourceVersion: w.fromVersion,
+			Annotations: map[string]string{tables.L2TakeoverAnnotation: t.Encode()}},
+		Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
 	}
 	var out *coordinationv1.Lease
 	var err error

@@ -22,11 +22,19 @@ func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan s
 	cands, candWatch := e.Candidates.AllWatch(txn)
 	recs, recWatch := e.Records.PrefixWatch(txn, tables.L2LeaseNameIndex.Query(tables.L2AnnounceLeasePrefix))
 	ann, annWatch := e.Announce.AllWatch(txn)
-	inputs := []<-chan struct{}{candWatch, recWatch, annWatch}
+	tos, toWatch := e.Records.PrefixWatch(txn, tables.L2LeaseNameIndex.Query(tables.L2TakeoverLeasePrefix))
+	inputs := []<-chan struct{}{candWatch, recWatch, annWatch, toWatch}
 
 	v := view{self: e.self, term: e.fence.term, fresh: fresh, mayMove: mayMove, apiUp: e.apiUp(time.Now()),
 		members: map[string]member{}, groups: statedb.Collect(cands), records: map[string]holding{},
-		took: e.took, withdrawn: map[string]bool{}, renewed: map[string]bool{}}
+		took: e.took, withdrawn: map[string]bool{}, renewed: map[string]bool{}, takeovers: map[string]takeoverRecord{}}
+	// Takeover records count as the table shows them, never as this
+	// node's write returned them (takeover.go).
+	for l := range tos {
+		if l.Takeover != nil {
+			v.takeovers[l.Takeover.From] = takeoverRecord{name: l.Name, version: l.ResourceVersion, owners: l.Takeover.Owners}
+		}
+	}
 	now := time.Now()
 	for _, m := range rows {
 		// A death seen before this node's term began counts only after
@@ -91,6 +99,9 @@ func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan s
 	e.took = p.took
 	e.apply(v, p, fresh)
 	e.collect(v)
+	for _, w := range p.records {
+		e.sendRecord(w)
+	}
 	for _, w := range p.writes {
 		e.send(w, false)
 	}
@@ -104,7 +115,7 @@ func (e *elector) apply(v view, p plan, fresh bool) {
 	held := 0
 	for _, c := range v.groups {
 		d := p.decisions[c.Group]
-		rec := v.records[c.Group]
+		rec := p.holdings[c.Group]
 		o := &tables.L2Owner{Group: c.Group, IPs: c.IPs, Owner: d.owner, Announced: d.announce, Why: d.why}
 		if rec.holder != "" {
 			o.Holder = rec.key()
