@@ -84,3 +84,9 @@ func L2LeaseFromK8s(l *coordinationv1.Lease) *L2Lease {
 	}
 	return row
 }
+
+// L2WitnessLeasePrefix starts the name of each node's witness record,
+// herald-l2-witness-<node>: renewed a few times a second while a cluster
+// has two nodes, the tie-breaker between them (the API server is the
+// witness).
+const L2WitnessLeasePrefix = "herald-l2-witness-"

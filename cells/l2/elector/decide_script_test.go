@@ -233,6 +233,8 @@ func (w *protocolWorld) standingCmd() script.Cmd {
 			fs.Int("universe", 0, "the cluster's size as far as this node knows it (0: the members)")
 			fs.String("confirmed", "-", "until when a peer's echo confirms this node")
 			fs.String("lease", "-", "until when this node's own node Lease is renewed")
+			fs.String("witness", "-", "until when this node's own witness record lets it answer (two nodes)")
+			fs.Bool("peer-witness-gone", false, "the other node's witness record expired (two nodes)")
 		},
 	}, func(s *script.State, args ...string) (script.WaitFunc, error) {
 		universe, _ := s.Flags.GetInt("universe")
@@ -246,6 +248,12 @@ func (w *protocolWorld) standingCmd() script.Cmd {
 		if err != nil {
 			return nil, err
 		}
+		wit, _ := s.Flags.GetString("witness")
+		gone, _ := s.Flags.GetBool("peer-witness-gone")
+		ownWitness, err := w.at(wit)
+		if err != nil {
+			return nil, err
+		}
 		live := 0
 		for _, m := range w.members {
 			if m.Live() {
@@ -255,7 +263,7 @@ func (w *protocolWorld) standingCmd() script.Cmd {
 		if universe == 0 {
 			universe = len(w.members)
 		}
-		st := judge(max(live, 1), universe, c, own)
+		st := judge(max(live, 1), universe, c, own, witness{own: ownWitness, peersGone: gone})
 		w.mayMove = st.mayMove
 		out := "term " + dashIfEmpty(w.fence.term)
 		if w.fence.advance(w.now, st.until, st.hold) {

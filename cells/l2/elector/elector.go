@@ -78,6 +78,13 @@ func registerMembersElector(p params) error {
 		p.Metrics.MustRegister(e.metrics)
 	}
 	p.Jobs.Add(job.OneShot("elect", e.run))
+	p.Jobs.Add(job.OneShot("witness", func(ctx context.Context, _ cell.Health) error {
+		// Only once the member protocol runs, as the election itself.
+		if err := tables.WaitInitialized(ctx, e.DB, e.Candidates, e.Records, e.Members); err == nil {
+			e.renewWitness(ctx)
+		}
+		return nil
+	}))
 	return nil
 }
 
@@ -101,6 +108,10 @@ type elector struct {
 	// seen: when each Lease version was first seen, for the node Leases'
 	// expiry (judged on this node's clock).
 	seen map[string]seenLease
+	// witness: this node's witness record; witnesses: the peers' as seen
+	// (witness.go).
+	witness   ownWitness
+	witnesses map[string]seenWitness
 	// records: the announcement Leases as last seen, and when each was
 	// last renewed (a new version with the same holder).
 	records map[string]seenRecord
@@ -265,9 +276,11 @@ func (e *elector) evidence(now time.Time, txn statedb.ReadTxn, rows []*tables.L2
 		}
 	}
 	live := 0
+	liveNodes := map[string]bool{}
 	for _, m := range rows {
 		if m.Live() {
 			universe[m.Node] = true
+			liveNodes[m.Node] = true
 			live++
 		}
 	}
@@ -278,5 +291,15 @@ func (e *elector) evidence(now time.Time, txn statedb.ReadTxn, rows []*tables.L2
 	if l, _, ok := e.Leadership.Get(txn, tables.LeadershipLeaseIndex.Query(tables.L2NodeLeasePrefix+e.self)); ok && l.Leading {
 		own = l.ValidUntil
 	}
-	return judge(live, len(universe), confirmed, own)
+	// The witness records: renewed while this node knows of at most one
+	// other node, the tie-breaker between two.
+	e.observeWitnesses(now, statedb.Collect(e.Records.Prefix(txn, tables.L2LeaseNameIndex.Query(tables.L2WitnessLeasePrefix))))
+	e.witness.want(len(universe) <= 2)
+	w := witness{own: e.witness.deadline(), peersGone: true}
+	for node := range universe {
+		if node != e.self && !liveNodes[node] && !e.witnessGone(node, now, watchLive) {
+			w.peersGone = false
+		}
+	}
+	return judge(live, len(universe), confirmed, own, w)
 }

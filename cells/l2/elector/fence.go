@@ -61,24 +61,37 @@ type standing struct {
 	why     string
 }
 
+// witness is what the witness records of a two-node cluster tell one
+// node (witness.go): until when its own record lets it answer (zero:
+// never renewed), and whether the other node's record expired.
+type witness struct {
+	own       time.Time
+	peersGone bool
+}
+
 // judge decides a node's standing from the members alive in its view
 // (itself included), the size of the cluster as far as it knows it, the
-// deadline its peers' confirmations give and the one its own node Lease
-// gives (zero: not renewed). See Documentation/l2-announcements.md, "How a
-// node knows it may answer":
+// deadline its peers' confirmations give, the one its own node Lease
+// gives (zero: not renewed), and, with two nodes, the witness records. See
+// Documentation/l2-announcements.md, "How a node knows it may answer" and
+// "Two-node clusters":
 //   - a strict majority alive: it acts while its peers confirm it; with
-//     two nodes it keeps its term (not answering) while it renews its own
-//     node Lease, as the other takes nothing from it meanwhile: the term
-//     outlasts the moment between the other failing, when confirmations
-//     stop, and its being declared dead;
+//     two nodes it keeps its term (not answering) while its witness
+//     record lets it answer, as the other takes nothing from it meanwhile:
+//     the term outlasts the moment between the other failing, when
+//     confirmations stop, and its being declared dead;
 //   - alone in the cluster: it acts while it renews its own node Lease;
-//   - no majority on either side (two nodes, or an even split): it keeps
-//     what it holds while it renews its own node Lease; nobody else can
-//     take it, as no majority can form without it, and no one is alone
-//     while its Lease is renewed;
+//   - one of two, the other's witness record expired: it acts, taking
+//     the other's groups over, while its own witness record is renewed;
+//   - one of two otherwise: it keeps what it holds while its own witness
+//     record is renewed (the other takes nothing from it meanwhile);
+//   - no majority on either side of a larger even split: it keeps what
+//     it holds while it renews its own node Lease; nobody else can take
+//     it, as no majority can form without it, and no one is alone while
+//     its Lease is renewed;
 //   - otherwise (a minority, a majority elsewhere may take its groups): it
 //     stops answering.
-func judge(live, universe int, confirmed, ownLease time.Time) standing {
+func judge(live, universe int, confirmed, ownLease time.Time, w witness) standing {
 	switch {
 	case universe <= 1:
 		if ownLease.IsZero() {
@@ -87,13 +100,19 @@ func judge(live, universe int, confirmed, ownLease time.Time) standing {
 		return standing{until: ownLease, mayMove: true, why: "alone, and this node's Lease is renewed"}
 	case 2*live > universe && live >= 2:
 		st := standing{until: confirmed, mayMove: true, why: fmt.Sprintf("%d of %d nodes alive, peers confirm this node", live, universe)}
-		// The Lease holds the term, but does not extend the answers: a
-		// third node joining would make a majority of two without this
-		// one.
-		if 2*(universe-1) <= universe {
-			st.hold = ownLease
+		// The witness holds the term, but does not extend the answers:
+		// a third node joining would make a majority of two without
+		// this one.
+		if universe == 2 {
+			st.hold = w.own
 		}
 		return st
+	case universe == 2 && w.own.IsZero():
+		return standing{why: "1 of 2 nodes alive, and this node's witness record is not renewed"}
+	case universe == 2 && w.peersGone:
+		return standing{until: w.own, hold: w.own, mayMove: true, why: "1 of 2 nodes alive, the other's witness record expired; acting while this node's is renewed"}
+	case universe == 2:
+		return standing{until: w.own, hold: w.own, why: "1 of 2 nodes alive: keeping what this node holds while its witness record is renewed"}
 	case 2*(universe-live) <= universe && !ownLease.IsZero():
 		return standing{until: ownLease, why: fmt.Sprintf("%d of %d nodes alive: no majority on either side; keeping what this node holds while its Lease is renewed", live, universe)}
 	default:

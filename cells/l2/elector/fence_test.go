@@ -50,34 +50,32 @@ func TestFence(t *testing.T) {
 }
 
 func TestJudge(t *testing.T) {
-	confirmed, own := time.Unix(100, 0), time.Unix(200, 0)
+	confirmed, own, wit := time.Unix(100, 0), time.Unix(200, 0), time.Unix(150, 0)
+	renewed, gone := witness{own: wit}, witness{own: wit, peersGone: true}
 	for _, tc := range []struct {
 		name           string
 		live, universe int
 		own            time.Time
-		until          time.Time
+		w              witness
+		until, hold    time.Time
 		mayMove        bool
 	}{
-		{"three of three: peers confirm", 3, 3, own, confirmed, true},
-		{"two of three: still a majority", 2, 3, own, confirmed, true},
-		{"two of two: peers confirm, the Lease holds the term", 2, 2, own, confirmed, true},
-		{"one of three: the other two may take over; stop", 1, 3, own, time.Time{}, false},
-		{"alone in a cluster of one, Lease renewed", 1, 1, own, own, true},
-		{"alone, Lease not renewed", 1, 1, time.Time{}, time.Time{}, false},
-		{"one of two: keep what is held while the Lease is renewed", 1, 2, own, own, false},
-		{"one of two without the API server: stop", 1, 2, time.Time{}, time.Time{}, false},
-		{"two of four: even split, keep", 2, 4, own, own, false},
-		{"two of five: a majority may exist elsewhere; stop", 2, 5, own, time.Time{}, false},
+		{"three of three: peers confirm", 3, 3, own, renewed, confirmed, time.Time{}, true},
+		{"two of three: still a majority", 2, 3, own, renewed, confirmed, time.Time{}, true},
+		{"two of two: peers confirm, the witness holds the term", 2, 2, own, renewed, confirmed, wit, true},
+		{"one of three: the other two may take over; stop", 1, 3, own, renewed, time.Time{}, time.Time{}, false},
+		{"alone in a cluster of one, Lease renewed", 1, 1, own, renewed, own, time.Time{}, true},
+		{"alone, Lease not renewed", 1, 1, time.Time{}, renewed, time.Time{}, time.Time{}, false},
+		{"one of two: keep what is held while the witness is renewed", 1, 2, own, renewed, wit, wit, false},
+		{"one of two, the other's witness expired: take over", 1, 2, own, gone, wit, wit, true},
+		{"one of two, own witness not renewed: stop, whatever the Lease", 1, 2, own, witness{peersGone: true}, time.Time{}, time.Time{}, false},
+		{"two of four: even split, keep while the Lease is renewed", 2, 4, own, renewed, own, time.Time{}, false},
+		{"two of five: a majority may exist elsewhere; stop", 2, 5, own, renewed, time.Time{}, time.Time{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := judge(tc.live, tc.universe, confirmed, tc.own)
-			if !st.until.Equal(tc.until) || st.mayMove != tc.mayMove {
-				t.Errorf("until %v mayMove %v (%s), want %v %v", st.until, st.mayMove, st.why, tc.until, tc.mayMove)
-			}
-			// Only with two nodes does the Lease hold a term the peers
-			// confirm.
-			if wantHold := tc.live == 2 && tc.universe == 2; !st.hold.IsZero() != wantHold || (wantHold && !st.hold.Equal(tc.own)) {
-				t.Errorf("hold %v, want the Lease's end only with two of two alive", st.hold)
+			st := judge(tc.live, tc.universe, confirmed, tc.own, tc.w)
+			if !st.until.Equal(tc.until) || !st.hold.Equal(tc.hold) || st.mayMove != tc.mayMove {
+				t.Errorf("until %v hold %v mayMove %v (%s), want %v %v %v", st.until, st.hold, st.mayMove, st.why, tc.until, tc.hold, tc.mayMove)
 			}
 		})
 	}

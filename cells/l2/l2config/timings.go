@@ -68,3 +68,17 @@ func (c L2Leases) Validate() error {
 // (cells/l2/elector) judges its standing again when nothing else wakes it:
 // a confirmation lapses between two echoes at the earliest.
 const EchoInterval = 50 * time.Millisecond
+
+// The witness record of a two-node cluster (cells/l2/elector, witness.go):
+// each node renews its own Lease herald-l2-witness-<node> every
+// WitnessRenewInterval while it knows of at most one other node; it may
+// answer on its strength until WitnessAnswerFor after it *sent* its last
+// successful renewal; the other node may take its groups once it has seen
+// the record unchanged for WitnessExpiry, on its own clock. The reader
+// first sees a renewal after it was sent, so it acts at least
+// WitnessExpiry - WitnessAnswerFor after the writer fell silent.
+const (
+	WitnessRenewInterval = 250 * time.Millisecond
+	WitnessAnswerFor     = 750 * time.Millisecond
+	WitnessExpiry        = time.Second
+)
