@@ -367,6 +367,9 @@ type failoverSetting struct {
 	lt       leaseTimings
 	election string
 	fault    fault
+	// twoNodes: node3's agent is stopped and its node Lease deleted, the
+	// faults are done to one of the other two.
+	twoNodes bool
 }
 
 // fault is what a trial does to the owner, and how it is undone after it.
@@ -392,11 +395,14 @@ var (
 		func(tb testing.TB, n *node) { healers[n]() }}
 
 	failoverSettings = []failoverSetting{
-		{"lease/default/kill", defaultTimings, "lease", kill9},
-		{"lease/tuned/kill", fastTimings, "lease", kill9},
-		{"members/default/kill", defaultTimings, "members", kill9},
-		{"members/default/sigstop", defaultTimings, "members", sigstop},
-		{"members/default/partition", defaultTimings, "members", cutOff},
+		{"lease/default/kill", defaultTimings, "lease", kill9, false},
+		{"lease/tuned/kill", fastTimings, "lease", kill9, false},
+		{"members/default/kill", defaultTimings, "members", kill9, false},
+		{"members/default/sigstop", defaultTimings, "members", sigstop, false},
+		{"members/default/partition", defaultTimings, "members", cutOff, false},
+		{"members/twonode/kill", defaultTimings, "members", kill9, true},
+		{"members/twonode/sigstop", defaultTimings, "members", sigstop, true},
+		{"members/twonode/partition", defaultTimings, "members", cutOff, true},
 	}
 )
 
@@ -424,6 +430,11 @@ func benchFailover(b *testing.B, st failoverSetting, trials int) {
 	lt := st.lt
 	ensureAgents(b)
 	withTimings(b, lt, "--l2-announcements-election="+st.election)
+	active := nodes
+	if st.twoNodes {
+		useTwoNodes(b)
+		active = nodes[:2]
+	}
 	bn := newBenchNS(b)
 	bn.setPolicy()
 	if _, err := kube.CoreV1().Services(bn.ns).Create(context.Background(), bn.service("web", nil, nil), metav1.CreateOptions{}); err != nil {
@@ -462,7 +473,7 @@ func benchFailover(b *testing.B, st failoverSetting, trials int) {
 	var results []failoverTrial
 	for i := 1; i <= trials; i++ {
 		marks := logMarks() // from the previous trial's restart on
-		ensureAgents(b)
+		ensureRunning(b, active)
 		time.Sleep(settle)
 		owner := waitSingleOwner(b, vip, lease)
 		r := runFailoverTrial(b, vip, lease, owner, lt, st.fault)
@@ -475,7 +486,7 @@ func benchFailover(b *testing.B, st failoverSetting, trials int) {
 			suite.Say(b, "trial %d: the agents' Lease log lines since the previous trial:\n%s", i, leaseLogLines(marks, lease))
 		}
 	}
-	ensureAgents(b)
+	ensureRunning(b, active)
 	reportFailover(b, st, results)
 }
 

@@ -55,12 +55,13 @@ func TestMembersFreezeAfterConfirmation(t *testing.T) {
 }
 
 // TestMembersFreezeAfterNodeLeaseRenewal (members election, two nodes that
-// cannot reach each other on the peer port, so that each node's own Lease
-// herald-l2-node-<node> is its only fence) freezes the owner's agent right
-// after the answer to one of its node Lease renewals arrived, before the
-// agent read it. The other node takes the group over once the frozen
-// node's Lease expired; the owner is thawed after that. The late answer
-// must not count as fresh: the renewal counts from when it was sent.
+// cannot reach each other on the peer port, so that each node's witness
+// record herald-l2-witness-<node> is its only fence) freezes the owner's
+// agent right after the answer to one of its witness renewals arrived,
+// before the agent read it. The other node takes the group over once the
+// frozen node's witness record expired; the owner is thawed after that.
+// The late answer must not count as fresh: the renewal counts from when
+// it was sent.
 // Throughout all rounds, at most one MAC answers any request.
 func TestMembersFreezeAfterNodeLeaseRenewal(t *testing.T) {
 	s := newScenario(t)
@@ -70,14 +71,14 @@ func TestMembersFreezeAfterNodeLeaseRenewal(t *testing.T) {
 	t.Cleanup(func() { ensureAgents(t) })
 	traps := map[*node]*renewalTrap{}
 	for _, n := range pair {
-		traps[n] = trapRenewals(t, n, tables.L2NodeLeasePrefix+n.Name)
+		traps[n] = trapRenewals(t, n, tables.L2WitnessLeasePrefix+n.Name)
 	}
 	for _, n := range pair {
 		must(t, n.waitReady())
 	}
 	// The group is placed while the two see each other: cut off, neither
 	// may move anything, each keeps what it holds while it renews its
-	// node Lease, and takes the other's groups once that one's Lease
+	// witness record, and takes the other's groups once that one's
 	// expired.
 	s.createPolicy("pair", nil)
 	s.createService("web")
