@@ -155,6 +155,12 @@ func decide(v view) plan {
 		}
 		p.decisions[g.Group] = d
 	}
+	// A record that would add nothing is not written.
+	for from, r := range p.records {
+		if r.added == 0 {
+			delete(p.records, from)
+		}
+	}
 	return p
 }
 
@@ -221,6 +227,7 @@ func (v view) held(p *plan, d *decision, g *tables.L2Candidate, rec holding, can
 		if m, ok := v.members[owner]; ok {
 			targetTerm = m.term
 		}
+		_, targetEnded := v.takeovers[target+"/"+targetTerm]
 		switch {
 		case !v.apiUp:
 			// Keep answering: a handover needs the Lease.
@@ -230,6 +237,11 @@ func (v view) held(p *plan, d *decision, g *tables.L2Candidate, rec holding, can
 			// Placement over a partial view: nothing moves.
 			d.withdraw, d.announce = false, candidate
 			d.why = "held; nothing moves while no majority of the nodes is alive in this node's view"
+		case targetEnded:
+			// This node's view of the owner's term lags behind: a
+			// takeover record says that term ended.
+			d.withdraw, d.announce = false, candidate
+			d.why = fmt.Sprintf("held; would hand over to %s, whose term %s ended", target, targetTerm)
 		case owner == "" || targetTerm == "":
 			d.why = "released: this node may no longer announce it and no live node may"
 			target, targetTerm = "", ""

@@ -365,7 +365,8 @@ func (w *protocolWorld) landCmd(*script.State, []string) (string, error) {
 		fmt.Fprintf(&b, "landed %s: %s, version %d\n", wr.group, w.records[wr.group].key(), next)
 	}
 	w.last.writes, w.last.records = nil, nil
-	for _, from := range slices.Sorted(maps.Keys(unreferenced(w.records, w.takeovers))) {
+	v := view{records: w.records, takeovers: w.takeovers}
+	for _, from := range slices.Sorted(maps.Keys(v.unreferenced())) {
 		delete(w.takeovers, from)
 		fmt.Fprintf(&b, "deleted record %s: no Lease names it\n", from)
 	}

@@ -91,7 +91,7 @@ func (e *elector) collect(v view) {
 		}
 	}
 	if first == e.self {
-		for from, t := range unreferenced(v.records, v.takeovers) {
+		for from, t := range v.unreferenced() {
 			e.send(write{group: t.name, fromVersion: t.version, why: "no Lease names " + from + " any more"}, true)
 		}
 	}

@@ -2,6 +2,7 @@ package elector
 
 import (
 	"maps"
+	"slices"
 	"strings"
 )
 
@@ -34,31 +35,41 @@ type recordWrite struct {
 
 // resolve is who holds each group: the holder its Lease names, or, when a
 // takeover record of that holder and term lists the group, the node the
-// record names, and so on along records of records (the new holder died
-// too before writing the Lease).
+// record names, and so on along records of records (the new holder's term
+// ended too before it wrote the Lease). A chain that comes back to a
+// record it went through (two records written from views that each saw
+// the other term still alive) names only ended terms: the group has no
+// holder, and is taken by a write of its Lease.
 func (v view) resolve() map[string]holding {
 	out := make(map[string]holding, len(v.records))
 	for g, h := range v.records {
-		// A chain never revisits a record; the bound only guards against
-		// records that name each other, which no agent writes.
-		for range len(v.takeovers) {
-			if h.holder == "" {
-				break
-			}
-			t, ok := v.takeovers[h.key()]
-			if !ok {
-				break
-			}
-			o, ok := t.owners[g]
-			if !ok {
-				break
-			}
-			node, term, _ := strings.Cut(o, "/")
-			h.via, h.holder, h.term = h.key(), node, term
-		}
+		h, _ = v.chain(g, h)
 		out[g] = h
 	}
 	return out
+}
+
+// chain follows the takeover records from h for group g; it returns the
+// holding at its end and the records it went through.
+func (v view) chain(g string, h holding) (holding, []string) {
+	var through []string
+	for h.holder != "" {
+		t, ok := v.takeovers[h.key()]
+		if !ok {
+			break
+		}
+		o, ok := t.owners[g]
+		if !ok {
+			break
+		}
+		if slices.Contains(through, h.key()) {
+			return holding{version: h.version, via: h.via}, through
+		}
+		through = append(through, h.key())
+		node, term, _ := strings.Cut(o, "/")
+		h.via, h.holder, h.term = h.key(), node, term
+	}
+	return h, through
 }
 
 // recordTakeover places a group taken from rec's holder and term with
@@ -68,10 +79,14 @@ func (v view) recordTakeover(p *plan, group string, rec holding, owner string) {
 	if owner == v.self {
 		term = v.term
 	}
-	if owner == "" || term == "" {
+	from := rec.key()
+	to := owner + "/" + term
+	// Never back to the term taken from, nor to another term that has
+	// ended (it has a record): a member's term as this node sees it may
+	// lag behind a restart.
+	if _, ended := v.takeovers[to]; owner == "" || term == "" || to == from || ended {
 		return
 	}
-	from := rec.key()
 	w, ok := p.records[from]
 	if !ok {
 		w = &recordWrite{from: from, owners: map[string]string{}}
@@ -82,29 +97,28 @@ func (v view) recordTakeover(p *plan, group string, rec holding, owner string) {
 		p.records[from] = w
 	}
 	if _, ok := w.owners[group]; !ok {
-		w.owners[group] = owner + "/" + term
+		w.owners[group] = to
 		w.added++
 	}
 }
 
 // unreferenced are the takeover records that no Lease needs any more:
-// no announcement Lease names their holder and term (each group's new
-// holder has written itself into its Lease), and no record places a group
-// with it. records are the Leases as read, not resolved.
-func unreferenced(records map[string]holding, takeovers map[string]takeoverRecord) map[string]takeoverRecord {
+// the chain of no announcement Lease goes through them (each group's new
+// holder has written itself into its Lease). records are the Leases as
+// read, not resolved.
+func (v view) unreferenced() map[string]takeoverRecord {
 	used := map[string]bool{}
-	for _, h := range records {
+	for g, h := range v.records {
+		_, through := v.chain(g, h)
+		for _, k := range through {
+			used[k] = true
+		}
 		if h.holder != "" {
 			used[h.key()] = true
 		}
 	}
-	for _, t := range takeovers {
-		for _, o := range t.owners {
-			used[o] = true
-		}
-	}
 	out := map[string]takeoverRecord{}
-	for from, t := range takeovers {
+	for from, t := range v.takeovers {
 		if !used[from] {
 			out[from] = t
 		}
