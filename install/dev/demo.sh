@@ -144,10 +144,10 @@ sleep 1
 run _output/bin/herald-dbg --socket "$dir/herald-$holder.sock" bpf responder
 must ip netns exec hdemo-client arping -I eth0 -c 3 -w 5 "$vip"
 
-# Two nodes: the survivor alone is no majority; it keeps its own Services
-# and takes the dead node's over once that node's own Lease
-# (herald-l2-node-<node>, 3s here) has expired. From three nodes on, within
-# a second.
+# Two nodes: the survivor alone is no majority; the API server breaks the
+# tie. It takes the dead node's Services over once that node's witness
+# record (herald-l2-witness-<node>, renewed every 250 ms) has not changed
+# for a second. From three nodes on, within a second.
 step "Killing the agent of $holder (kill -9); the other node takes over"
 kill_holder
 printf 'Lease %s now held by %s after %ss\n' "$lease" "$new" "$took"
