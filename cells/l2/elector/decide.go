@@ -185,7 +185,7 @@ func (v view) owners() map[string]string {
 		// The holder the Lease names, in the term it still has: a group
 		// stays with it while it carries no more than its share.
 		holder := ""
-		if rec, ok := v.records[g.Group]; ok && rec.holder != "" && live[rec.holder] && v.members[rec.holder].term == rec.term {
+		if rec, ok := v.records[g.Group]; ok && v.inTerm(rec) {
 			holder = rec.holder
 		}
 		placeable = append(placeable, Placeable{Group: g.Group, Nodes: nodes, Holder: holder})
@@ -315,7 +315,7 @@ func (v view) waitFor(g *tables.L2Candidate, rec holding, hasRec bool, claimed m
 	switch {
 	case !hasRec:
 		return ""
-	case rec.holder != "" && v.members[rec.holder].live && v.members[rec.holder].term == rec.term:
+	case v.inTerm(rec):
 		return fmt.Sprintf("waiting for %s to hand it over", rec.holder)
 	case rec.holder != "" && v.renewed[g.Group]:
 		// Taking it would start a fight with that agent's renewals
@@ -332,6 +332,15 @@ func (v view) waitFor(g *tables.L2Candidate, rec holding, hasRec bool, claimed m
 		return fmt.Sprintf("waiting for %s, which took over more groups than it can list", claimsAll)
 	}
 	return ""
+}
+
+// inTerm reports whether a holding's node is alive in the term it names.
+// A term that has a takeover record has ended, whatever this node's view
+// of the members says: a term never resumes once left.
+func (v view) inTerm(h holding) bool {
+	m := v.members[h.holder]
+	_, ended := v.takeovers[h.key()]
+	return h.holder != "" && m.live && m.term == h.term && !ended
 }
 
 func gone(m member) string {
