@@ -123,9 +123,15 @@ type elector struct {
 	overlay   map[string]overlay
 	announced map[string]bool // for the L2Announced Event
 	lastFail  time.Time       // last Lease write that failed for another reason than a conflict
-	results   chan writeResult
-	writing   chan struct{} // one token per write in flight
-	metrics   *electorMetrics
+	// settling: a new term began and entries of the old one may still be
+	// in the responder. The responder pushes its deadline forward as soon
+	// as one is published, apart from taking entries out; until they are
+	// out, no deadline is published, or the old term's groups, which
+	// others may have taken over since, would be answered again.
+	settling bool
+	results  chan writeResult
+	writing  chan struct{} // one token per write in flight
+	metrics  *electorMetrics
 }
 
 type seenLease struct {
@@ -221,6 +227,7 @@ func (e *elector) turn(now time.Time, last *lastTurn, health cell.Health) member
 	st := e.evidence(now, txn, rows, confirmed)
 	why := st.why
 	if e.fence.advance(now, st.until, st.hold) {
+		e.settling = true
 		e.Log.Info("Liveness confirmed: new term; holdings of earlier terms are void", "term", e.fence.term, "evidence", why)
 		e.metrics.terms.Inc()
 		e.took = map[string]string{}

@@ -20,7 +20,7 @@ func (e *elector) publishFence(fresh bool) {
 
 func (e *elector) writeFence(wtxn statedb.WriteTxn, fresh bool) {
 	h := &tables.L2LeaseHealth{Node: e.self}
-	if fresh {
+	if fresh && !e.settling {
 		h.FreshUntil = e.fence.until
 	}
 	for en := range e.Announce.All(wtxn) {

@@ -144,16 +144,30 @@ func (e *elector) apply(v view, p plan, fresh bool) {
 	e.metrics.held.Set(float64(held))
 
 	wtxn := e.DB.WriteTxn(e.Announce, e.Owners, e.Health, e.Meta)
+	stale := false
 	for en := range e.Announce.All(wtxn) {
 		k := tables.L2AnnounceKey{IP: en.IP, NetworkInterface: en.NetworkInterface}
 		if w, ok := want[k]; ok && en.Ifindex == w.Ifindex && en.MAC == w.MAC && en.Withdrawn == w.Withdrawn && slices.Equal(en.Origins, w.Origins) {
 			delete(want, k)
 			continue
 		}
-		if _, ok := want[k]; !ok {
-			_, _, _ = e.Announce.Delete(wtxn, en)
+		if _, ok := want[k]; ok {
+			continue
 		}
+		// In a new term, what the old one held goes out of the responder
+		// before the new deadline is published (see settling).
+		if e.settling && (!en.Withdrawn || en.Status.Kind != reconciler.StatusKindDone) {
+			stale = true
+			if !en.Withdrawn {
+				out := en.Clone()
+				out.Withdrawn, out.Status = true, reconciler.StatusPending()
+				_, _, _ = e.Announce.Insert(wtxn, out)
+			}
+			continue
+		}
+		_, _, _ = e.Announce.Delete(wtxn, en)
 	}
+	e.settling = stale
 	for _, en := range want {
 		en.Status = reconciler.StatusPending()
 		_, _, _ = e.Announce.Insert(wtxn, en)
