@@ -219,3 +219,47 @@ func TestShutdownSaysSilent(t *testing.T) {
 		})
 	}
 }
+
+// A new term publishes no deadline while entries of the old one are in
+// the responder: the old term's groups may have been taken over, and the
+// heartbeat moves apart from the entries. It marks them withdrawn, and
+// publishes the deadline once the responder confirmed them out.
+func TestNewTermWaitsForOldEntries(t *testing.T) {
+	te := newTestElector(t)
+	now := time.Now()
+	for _, n := range []string{"node1", "node2", "node3"} {
+		te.write(&tables.L2Member{Node: n, State: tables.MemberAlive, Since: now.Add(-time.Minute), Self: n == "node1"})
+	}
+	until := now.Add(200 * time.Millisecond)
+	te.write(&tables.L2MemberConfirmation{Node: "node1", ConfirmedUntil: until})
+	old := &tables.L2AnnounceEntry{IP: netip.MustParseAddr("198.18.0.1"), NetworkInterface: "eth0", Status: reconciler.StatusDone()}
+	wtxn := te.DB.WriteTxn(te.Announce)
+	_, _, _ = te.Announce.Insert(wtxn, old)
+	wtxn.Commit()
+
+	var last lastTurn
+	te.turn(now, &last, nopHealth{})
+	txn := te.DB.ReadTxn()
+	if h, _, _ := te.Health.Get(txn, tables.L2LeaseHealthNodeIndex.Query("node1")); !h.FreshUntil.IsZero() {
+		t.Fatalf("deadline %s published with the old term's entry in the responder", h.FreshUntil)
+	}
+	en, _, ok := te.Announce.Get(txn, tables.L2AnnounceKeyIndex.Query(tables.L2AnnounceKey{IP: old.IP, NetworkInterface: "eth0"}))
+	if !ok || !en.Withdrawn || en.Status.Kind == reconciler.StatusKindDone {
+		t.Fatalf("old entry %+v, want it withdrawn, pending", en)
+	}
+
+	// The responder took it out.
+	wtxn = te.DB.WriteTxn(te.Announce)
+	out := en.Clone()
+	out.Status = reconciler.StatusDone()
+	_, _, _ = te.Announce.Insert(wtxn, out)
+	wtxn.Commit()
+	te.turn(now.Add(10*time.Millisecond), &last, nopHealth{})
+	txn = te.DB.ReadTxn()
+	if h, _, _ := te.Health.Get(txn, tables.L2LeaseHealthNodeIndex.Query("node1")); !h.FreshUntil.Equal(until) {
+		t.Fatalf("deadline %s once the old entry is out, want %s", h.FreshUntil, until)
+	}
+	if n := te.Announce.NumObjects(txn); n != 0 {
+		t.Fatalf("%d entries left", n)
+	}
+}
