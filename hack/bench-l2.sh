@@ -13,7 +13,8 @@
 #        lease election at default (15s/5s/2s) and tuned (2s/1s/200ms)
 #        timings with kill -9 of the owner's agent; the members election at
 #        default settings with kill -9, SIGSTOP and a partition of the
-#        owner: p50, p99, min, max, double answers;
+#        owner, on three nodes and on two (members/twonode: node3's agent
+#        stopped): p50, p99, min, max, double answers;
 #      BenchmarkLeaseAPILoad: Lease writes and reads on the API server for
 #        100 and 1000 announced Services, the lease election at tuned and
 #        default timings and the members election, and whether the agents'
