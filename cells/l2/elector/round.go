@@ -2,6 +2,7 @@ package elector
 
 import (
 	"encoding/json"
+	"iter"
 	"slices"
 	"time"
 
@@ -42,6 +43,36 @@ func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan s
 		live := m.Live() || !deathTrusted(m, e.fence.since, now)
 		v.members[m.Node] = member{live: live, term: m.Term, tookOver: m.TookOver}
 	}
+	if expired := e.readRecords(&v, recs, now); expired != nil {
+		inputs = append(inputs, expired)
+	}
+	for g, o := range e.overlay {
+		if cur, ok := v.records[g]; (ok && cur.version == o.fromVersion) || (!ok && o.fromVersion == "") {
+			v.records[g] = o.h
+		} else {
+			delete(e.overlay, g)
+		}
+	}
+	markWithdrawn(&v, ann)
+
+	p := decide(v)
+	e.took = p.took
+	e.apply(v, p, fresh)
+	e.collect(v)
+	for _, w := range p.records {
+		e.sendRecord(w)
+	}
+	for _, w := range p.writes {
+		e.send(w, false)
+	}
+	return inputs
+}
+
+// readRecords puts the group Leases into the view and forgets the ones
+// that are gone. It returns a channel closed when the first renewed Lease
+// has not been renewed for its duration (it may be taken then, so the
+// elector decides again), or nil.
+func (e *elector) readRecords(v *view, recs iter.Seq2[*tables.L2Lease, statedb.Revision], now time.Time) <-chan struct{} {
 	var renewedUntil time.Time
 	present := map[string]bool{}
 	for l := range recs {
@@ -61,22 +92,17 @@ func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan s
 			delete(e.records, name)
 		}
 	}
-	// Decide again when a renewed Lease has not been renewed for its
-	// duration: it may be taken then.
-	if !renewedUntil.IsZero() {
-		expired := make(chan struct{})
-		time.AfterFunc(time.Until(renewedUntil), func() { close(expired) })
-		inputs = append(inputs, expired)
+	if renewedUntil.IsZero() {
+		return nil
 	}
-	for g, o := range e.overlay {
-		if cur, ok := v.records[g]; (ok && cur.version == o.fromVersion) || (!ok && o.fromVersion == "") {
-			v.records[g] = o.h
-		} else {
-			delete(e.overlay, g)
-		}
-	}
-	// A group's entries are out once every one of them is marked withdrawn
-	// and the responder reports it done.
+	expired := make(chan struct{})
+	time.AfterFunc(time.Until(renewedUntil), func() { close(expired) })
+	return expired
+}
+
+// markWithdrawn marks the groups whose entries are out of the responder:
+// every one of them marked withdrawn, and the responder reports it done.
+func markWithdrawn(v *view, ann iter.Seq2[*tables.L2AnnounceEntry, statedb.Revision]) {
 	groupOf := map[tables.L2AnnounceKey]string{}
 	for _, c := range v.groups {
 		for _, l := range c.Local {
@@ -94,22 +120,11 @@ func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan s
 			v.withdrawn[c.Group] = true
 		}
 	}
-
-	p := decide(v)
-	e.took = p.took
-	e.apply(v, p, fresh)
-	e.collect(v)
-	for _, w := range p.records {
-		e.sendRecord(w)
-	}
-	for _, w := range p.writes {
-		e.send(w, false)
-	}
-	return inputs
 }
 
-// apply makes l2-announce, l2-owners and l2-member-meta match the plan.
-func (e *elector) apply(v view, p plan, fresh bool) {
+// wanted turns the plan into the responder's entries and the l2-owners
+// rows, and records an Event for each group this node starts to answer.
+func (e *elector) wanted(v view, p plan) (map[tables.L2AnnounceKey]*tables.L2AnnounceEntry, []*tables.L2Owner) {
 	want := map[tables.L2AnnounceKey]*tables.L2AnnounceEntry{}
 	owners := make([]*tables.L2Owner, 0, len(v.groups))
 	held := 0
@@ -142,6 +157,12 @@ func (e *elector) apply(v view, p plan, fresh bool) {
 		}
 	}
 	e.metrics.held.Set(float64(held))
+	return want, owners
+}
+
+// apply makes l2-announce, l2-owners and l2-member-meta match the plan.
+func (e *elector) apply(v view, p plan, fresh bool) {
+	want, owners := e.wanted(v, p)
 
 	wtxn := e.DB.WriteTxn(e.Announce, e.Owners, e.Health, e.Meta)
 	stale := false
