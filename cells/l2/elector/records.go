@@ -32,20 +32,7 @@ func writeRecord(ctx context.Context, leases coordinationclient.LeaseInterface, 
 	if w.holder != "" {
 		l.Spec.HolderIdentity = &w.holder
 	}
-	var out *coordinationv1.Lease
-	var err error
-	if w.fromVersion == "" {
-		out, err = leases.Create(ctx, l, metav1.CreateOptions{})
-	} else {
-		out, err = leases.Update(ctx, l, metav1.UpdateOptions{})
-	}
-	switch {
-	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err):
-		return "", errConflict
-	case err != nil:
-		return "", err
-	}
-	return out.ResourceVersion, nil
+	return putLease(ctx, leases, l)
 }
 
 // writeTakeover creates or grows a takeover record, conditional on the
@@ -61,9 +48,17 @@ func writeTakeover(ctx context.Context, leases coordinationclient.LeaseInterface
 			Annotations: map[string]string{tables.L2TakeoverAnnotation: t.Encode()}},
 		Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
 	}
+	return putLease(ctx, leases, l)
+}
+
+// putLease creates l when it carries no resourceVersion, and updates it
+// conditional on that version otherwise. Losing the race (the version
+// moved, the Lease appeared or went) is errConflict; it returns the
+// version written.
+func putLease(ctx context.Context, leases coordinationclient.LeaseInterface, l *coordinationv1.Lease) (string, error) {
 	var out *coordinationv1.Lease
 	var err error
-	if w.fromVersion == "" {
+	if l.ResourceVersion == "" {
 		out, err = leases.Create(ctx, l, metav1.CreateOptions{})
 	} else {
 		out, err = leases.Update(ctx, l, metav1.UpdateOptions{})
