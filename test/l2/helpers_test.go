@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
+	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/arpwatch"
 	"github.com/heraldlb/herald/test/suite"
@@ -624,8 +625,10 @@ func dumpState(vips []netip.Addr, since int) string {
 		} else {
 			fmt.Fprintln(&b, err)
 		}
-		if out, err := n.Dbg("statedb", "l2-policies"); err == nil {
-			fmt.Fprintf(&b, "herald-dbg statedb l2-policies:\n%s", out)
+		for _, table := range []string{"l2-policies", "l2-owners", "l2-members", "l2-member-meta"} {
+			if out, err := n.Dbg("statedb", table); err == nil {
+				fmt.Fprintf(&b, "herald-dbg statedb %s:\n%s", table, out)
+			}
 		}
 		if entries, err := n.mapEntries(); err == nil {
 			fmt.Fprintf(&b, "responder maps: %v\n", entries)
@@ -644,7 +647,12 @@ func dumpState(vips []netip.Addr, since int) string {
 			if l.Spec.LeaseTransitions != nil {
 				trans = *l.Spec.LeaseTransitions
 			}
-			fmt.Fprintf(&b, "%s holder=%q renewed=%s transitions=%d\n", l.Name, holderOf(&l), renew, trans)
+			fmt.Fprintf(&b, "%s holder=%q term=%q renewed=%s transitions=%d version=%s", l.Name, holderOf(&l),
+				l.Annotations[tables.L2TermAnnotation], renew, trans, l.ResourceVersion)
+			if to, ok := l.Annotations[tables.L2TakeoverAnnotation]; ok {
+				fmt.Fprintf(&b, " takeover=%s", to)
+			}
+			fmt.Fprintln(&b)
 		}
 	}
 	frames, _ := client.Since(since)

@@ -108,7 +108,9 @@ func (s *scenario) createManyServices(n int) map[string]netip.Addr {
 	ctx := context.Background()
 	poolName := s.ns + "-many"
 	createPool(s.t, poolName, s.label, manyPoolCIDR)
-	s.t.Cleanup(func() {
+	// After the Services, and after the failure dump (s.cleanup): a pool
+	// deleted first would withdraw every VIP before the dump shows them.
+	s.restore = append(s.restore, func() {
 		_ = herald.CiliumV2alpha1().CiliumLoadBalancerIPPools().Delete(context.Background(), poolName, metav1.DeleteOptions{})
 	})
 	// Each Service asks for its own address of the pool (the harness's
@@ -154,6 +156,9 @@ func (s *scenario) createManyServices(n int) map[string]netip.Addr {
 		}
 		return len(vips) == n, fmt.Sprintf("%d of %d Services have an address of %s", len(vips), n, manyPoolCIDR)
 	})
+	for _, vip := range vips {
+		s.vips = append(s.vips, vip)
+	}
 	return vips
 }
 
