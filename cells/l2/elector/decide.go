@@ -41,6 +41,9 @@ type view struct {
 	// withdrawn are the groups this node hands over whose entries are out
 	// of the responder: the handover can be recorded.
 	withdrawn map[string]bool
+	// seen are the terms (holder/term) this node saw its members in
+	// (terms.go): of a live member, only those it saw it leave have ended.
+	seen map[string]bool
 }
 
 // member is one agent as the failure detector sees it.
@@ -182,10 +185,11 @@ func (v view) owners() map[string]string {
 				nodes = append(nodes, n)
 			}
 		}
-		// The holder the Lease names, in the term it still has: a group
-		// stays with it while it carries no more than its share.
+		// The holder the Lease names, in the term it still has (or may
+		// have: a term of it not seen yet): a group stays with it while
+		// it carries no more than its share.
 		holder := ""
-		if rec, ok := v.records[g.Group]; ok && v.inTerm(rec) {
+		if rec, ok := v.records[g.Group]; ok && (v.inTerm(rec) || v.termUnknown(rec)) {
 			holder = rec.holder
 		}
 		placeable = append(placeable, Placeable{Group: g.Group, Nodes: nodes, Holder: holder})
@@ -317,6 +321,8 @@ func (v view) waitFor(g *tables.L2Candidate, rec holding, hasRec bool, claimed m
 		return ""
 	case v.inTerm(rec):
 		return fmt.Sprintf("waiting for %s to hand it over", rec.holder)
+	case v.termUnknown(rec):
+		return fmt.Sprintf("waiting for %s: its Lease names term %s, which this node has not seen it in (its next term, or one before this agent started)", rec.holder, rec.term)
 	case rec.holder != "" && v.renewed[g.Group]:
 		// Taking it would start a fight with that agent's renewals
 		// (see Documentation/l2-announcements.md, "Switching the
@@ -341,6 +347,16 @@ func (v view) inTerm(h holding) bool {
 	m := v.members[h.holder]
 	_, ended := v.takeovers[h.key()]
 	return h.holder != "" && m.live && m.term == h.term && !ended
+}
+
+// termUnknown reports whether a holding names a live peer in a term that
+// is neither the one its metadata shows nor one this node saw it leave
+// (terms.go): it may be the peer's next term. Nothing takes it until that
+// is known; the peer itself moves it if it must.
+func (v view) termUnknown(h holding) bool {
+	m := v.members[h.holder]
+	_, ended := v.takeovers[h.key()]
+	return h.holder != "" && h.holder != v.self && m.live && m.term != h.term && !ended && !v.seen[h.key()]
 }
 
 func gone(m member) string {

@@ -50,6 +50,7 @@ type protocolWorld struct {
 	// withdrawn: the groups whose entries are out of the responder.
 	withdrawn map[string]bool
 	took      map[string]string // carried from round to round, as the elector does
+	seen      termsSeen         // the members' terms as the member command set them
 	last      plan
 }
 
@@ -67,6 +68,7 @@ func (w *protocolWorld) reset(name string) {
 	if w.members == nil {
 		w.members, w.groups, w.records = map[string]*tables.L2Member{}, map[string]*tables.L2Candidate{}, map[string]holding{}
 		w.renewed, w.withdrawn, w.takeovers = map[string]bool{}, map[string]bool{}, map[string]takeoverRecord{}
+		w.seen = termsSeen{}
 	}
 }
 
@@ -171,6 +173,7 @@ func (w *protocolWorld) memberCmd() script.Cmd {
 			}
 		}
 		w.members[m.Node] = m
+		w.seen.observe(m.Node, m.Term)
 		return nil, nil
 	})
 }
@@ -280,7 +283,7 @@ func (w *protocolWorld) standingCmd() script.Cmd {
 func (w *protocolWorld) view() view {
 	v := view{self: w.self, term: w.fence.term, fresh: w.fence.valid(w.now), mayMove: w.mayMove, apiUp: w.apiUp,
 		members: map[string]member{}, records: maps.Clone(w.records), takeovers: maps.Clone(w.takeovers),
-		renewed: w.renewed, took: w.took, withdrawn: w.withdrawn}
+		renewed: w.renewed, took: w.took, withdrawn: w.withdrawn, seen: w.seen.keys()}
 	for _, m := range w.members {
 		term := m.Term
 		if m.Node == w.self {

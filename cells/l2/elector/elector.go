@@ -68,7 +68,7 @@ func registerMembersElector(p params) error {
 	e := &elector{params: p, self: p.Agent.Node(), timings: p.Leases.Timings(),
 		fence:  fence{newTerm: newTermName},
 		leases: p.Kube.CoordinationV1().Leases(p.Agent.K8sNamespace), recordLeases: records,
-		seen: map[string]seenLease{}, records: map[string]seenRecord{}, took: map[string]string{}, inflight: map[string]bool{},
+		seen: map[string]seenLease{}, terms: termsSeen{}, records: map[string]seenRecord{}, took: map[string]string{}, inflight: map[string]bool{},
 		overlay: map[string]overlay{}, announced: map[string]bool{},
 		results: make(chan writeResult, 64),
 		writing: make(chan struct{}, maxWritesInFlight),
@@ -112,6 +112,8 @@ type elector struct {
 	// (witness.go).
 	witness   ownWitness
 	witnesses map[string]seenWitness
+	// terms: the terms this node saw its members in (terms.go).
+	terms termsSeen
 	// records: the announcement Leases as last seen, and when each was
 	// last renewed (a new version with the same holder).
 	records map[string]seenRecord
@@ -227,10 +229,18 @@ func (e *elector) turn(now time.Time, last *lastTurn, health cell.Health) member
 	st := e.evidence(now, txn, rows, confirmed)
 	why := st.why
 	if e.fence.advance(now, st.until, st.hold) {
-		e.settling = true
 		e.Log.Info("Liveness confirmed: new term; holdings of earlier terms are void", "term", e.fence.term, "evidence", why)
-		e.metrics.terms.Inc()
-		e.took = map[string]string{}
+		e.newTerm()
+	}
+	if e.termRecorded(txn) {
+		// The peers judged this term ended and move its groups by that
+		// record: a term never resumes once left, so this node leaves it
+		// too. (Peers write such a record only for a term that they saw
+		// end, or of a node they saw die: the fence ended it here before.)
+		old := e.fence.term
+		e.fence.leave(now)
+		e.Log.Warn("A takeover record names this node's term: new term; holdings of earlier terms are void", "ended", old, "term", e.fence.term)
+		e.newTerm()
 	}
 	fresh := e.fence.valid(now)
 	if fresh != last.fresh {
@@ -251,6 +261,25 @@ func (e *elector) turn(now time.Time, last *lastTurn, health cell.Health) member
 	e.publishFence(fresh)
 	last.fresh, last.term, last.members, last.mayMove, last.grace = fresh, e.fence.term, version, st.mayMove, grace
 	return memberWatches{members: membersWatch, confirmation: confWatch}
+}
+
+// newTerm voids what the old term held: its entries go out of the
+// responder before the new term's deadline is published (settling), and
+// its unrecorded takeovers are forgotten.
+func (e *elector) newTerm() {
+	e.settling = true
+	e.metrics.terms.Inc()
+	e.took = map[string]string{}
+}
+
+// termRecorded reports whether a takeover record of this node's current
+// term exists.
+func (e *elector) termRecorded(txn statedb.ReadTxn) bool {
+	if e.fence.term == "" {
+		return false
+	}
+	_, _, ok := e.Records.Get(txn, tables.L2LeaseNameIndex.Query(tables.L2TakeoverLeaseName(e.self, e.fence.term)))
+	return ok
 }
 
 // evidence is this node's standing (judge) from what it knows at now: the

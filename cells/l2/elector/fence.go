@@ -46,6 +46,12 @@ func (f *fence) advance(now, until, hold time.Time) bool {
 	return true
 }
 
+// leave starts a new term at now, with the evidence the old one had: the
+// old one is void (the peers act on a takeover record of it).
+func (f *fence) leave(now time.Time) {
+	f.term, f.since = f.newTerm(), now
+}
+
 // valid reports whether the node may answer at now.
 func (f *fence) valid(now time.Time) bool { return f.term != "" && now.Before(f.until) }
 

@@ -1,6 +1,7 @@
 package elector
 
 import (
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"testing"
@@ -20,6 +21,7 @@ type testElector struct {
 	*elector
 	members      statedb.RWTable[*tables.L2Member]
 	confirmation statedb.RWTable[*tables.L2MemberConfirmation]
+	records      statedb.RWTable[*tables.L2Lease]
 }
 
 func newTestElector(t *testing.T) testElector {
@@ -49,17 +51,18 @@ func newTestElector(t *testing.T) testElector {
 	must(err)
 	conf, err := tables.NewL2MemberConfirmationTable(db)
 	must(err)
+	terms := 0
 	p := params{Log: slog.New(slog.DiscardHandler), DB: db, Candidates: cands, Records: records, Leadership: leadership,
 		Announce: announce, Health: health, Owners: owners, Meta: meta, Members: members, Confirmation: conf,
 		Events: record.NewFakeRecorder(100)}
 	e := &elector{params: p, self: "node1", timings: tables.LeaseTimings{Duration: 15 * time.Second, RenewDeadline: 5 * time.Second, RetryPeriod: 2 * time.Second},
-		fence: fence{newTerm: func() string { return "t1" }},
-		seen:  map[string]seenLease{}, records: map[string]seenRecord{}, took: map[string]string{}, inflight: map[string]bool{},
+		fence: fence{newTerm: func() string { terms++; return fmt.Sprint("t", terms) }},
+		seen:  map[string]seenLease{}, terms: termsSeen{}, records: map[string]seenRecord{}, took: map[string]string{}, inflight: map[string]bool{},
 		overlay: map[string]overlay{}, announced: map[string]bool{},
 		results: make(chan writeResult, 64), writing: make(chan struct{}, maxWritesInFlight),
 		metrics: newElectorMetrics("node1"),
 	}
-	return testElector{e, members, conf}
+	return testElector{e, members, conf, records}
 }
 
 func (te testElector) write(rows ...any) {
@@ -261,5 +264,44 @@ func TestNewTermWaitsForOldEntries(t *testing.T) {
 	}
 	if n := te.Announce.NumObjects(txn); n != 0 {
 		t.Fatalf("%d entries left", n)
+	}
+}
+
+// A takeover record of this node's current term (the peers judged it
+// ended, and move its groups by that record): the node leaves the term
+// at once, as after a gap in its liveness, and its old entries go out
+// before the new term's deadline is published.
+func TestTermOnARecordIsLeft(t *testing.T) {
+	te := newTestElector(t)
+	now := time.Now()
+	for _, n := range []string{"node1", "node2", "node3"} {
+		te.write(&tables.L2Member{Node: n, State: tables.MemberAlive, Since: now.Add(-time.Minute), Self: n == "node1"})
+	}
+	te.write(&tables.L2MemberConfirmation{Node: "node1", ConfirmedUntil: now.Add(time.Second)})
+	var last lastTurn
+	te.turn(now, &last, nopHealth{})
+	if last.term != "t1" || !last.fresh {
+		t.Fatalf("after the first turn: %+v, want fresh in t1", last)
+	}
+	old := &tables.L2AnnounceEntry{IP: netip.MustParseAddr("198.18.0.1"), NetworkInterface: "eth0", Status: reconciler.StatusDone()}
+	wtxn := te.DB.WriteTxn(te.Announce, te.records)
+	_, _, _ = te.Announce.Insert(wtxn, old)
+	_, _, _ = te.records.Insert(wtxn, &tables.L2Lease{Name: tables.L2TakeoverLeaseName("node1", "t1"), ResourceVersion: "7",
+		Takeover: &tables.L2Takeover{From: "node1/t1", Owners: map[string]string{"g": "node2/t2"}}})
+	wtxn.Commit()
+
+	te.turn(now.Add(10*time.Millisecond), &last, nopHealth{})
+	txn := te.DB.ReadTxn()
+	if last.term != "t2" {
+		t.Fatalf("term %q with a takeover record of t1, want t2", last.term)
+	}
+	if m, _, _ := te.Meta.Get(txn, tables.L2MemberMetaNodeIndex.Query("node1")); m.Term != "t2" {
+		t.Fatalf("the peers learn term %q, want t2", m.Term)
+	}
+	if h, _, _ := te.Health.Get(txn, tables.L2LeaseHealthNodeIndex.Query("node1")); !h.FreshUntil.IsZero() {
+		t.Fatalf("deadline %s published with t1's entry in the responder", h.FreshUntil)
+	}
+	if en, _, _ := te.Announce.Get(txn, tables.L2AnnounceKeyIndex.Query(tables.L2AnnounceKey{IP: old.IP, NetworkInterface: "eth0"})); !en.Withdrawn {
+		t.Fatalf("t1's entry %+v, want it withdrawn", en)
 	}
 }

@@ -38,6 +38,10 @@ func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan s
 	}
 	now := time.Now()
 	for _, m := range rows {
+		e.terms.observe(m.Node, m.Term)
+	}
+	v.seen = e.terms.keys()
+	for _, m := range rows {
 		// A death seen before this node's term began counts only after
 		// the rejoin grace: until then the member is treated as alive.
 		live := m.Live() || !deathTrusted(m, e.fence.since, now)
