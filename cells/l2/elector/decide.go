@@ -295,14 +295,18 @@ func (v view) notHeld(p *plan, d *decision, g *tables.L2Candidate, rec holding, 
 		if fromHolder {
 			d.why += ", held by " + rec.holder
 			if wait == "" && v.apiUp {
-				v.recordTakeover(p, g.Group, rec, owner)
+				if why := v.recordTakeover(p, g.Group, rec, owner); why != "" {
+					d.why += "; " + why
+				}
 			}
 		}
 	case wait != "":
 		d.why = "owner this node; " + wait
 	case v.apiUp && fromHolder:
 		d.why = fmt.Sprintf("taking it over from %s (%s) by its takeover record", rec.key(), gone(v.members[rec.holder]))
-		v.recordTakeover(p, g.Group, rec, v.self)
+		if why := v.recordTakeover(p, g.Group, rec, v.self); why != "" {
+			d.why += "; " + why
+		}
 	case v.apiUp:
 		d.why = "taking it (no holder)"
 		p.writes = append(p.writes, write{group: g.Group, holder: v.self, term: v.term, fromVersion: rec.version, why: d.why})

@@ -1,6 +1,7 @@
 package elector
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -73,8 +74,9 @@ func (v view) chain(g string, h holding) (holding, []string) {
 }
 
 // recordTakeover places a group taken from rec's holder and term with
-// owner, in its current term, in that holder's takeover record.
-func (v view) recordTakeover(p *plan, group string, rec holding, owner string) {
+// owner, in its current term, in that holder's takeover record. When it
+// cannot, it says why ("" when placed).
+func (v view) recordTakeover(p *plan, group string, rec holding, owner string) string {
 	term := v.members[owner].term
 	if owner == v.self {
 		term = v.term
@@ -84,8 +86,14 @@ func (v view) recordTakeover(p *plan, group string, rec holding, owner string) {
 	// Never back to the term taken from, nor to another term that has
 	// ended (it has a record): a member's term as this node sees it may
 	// lag behind a restart.
-	if _, ended := v.takeovers[to]; owner == "" || term == "" || to == from || ended {
-		return
+	_, ended := v.takeovers[to]
+	switch {
+	case owner == "" || term == "":
+		return fmt.Sprintf("not placed yet: the term of %s is not known", dashIfEmpty(owner))
+	case to == from:
+		return fmt.Sprintf("not placed yet: %s's term as this node sees it, %s, is the one it is taken from", owner, term)
+	case ended:
+		return fmt.Sprintf("not placed yet: %s's term %s has a takeover record", owner, term)
 	}
 	w, ok := p.records[from]
 	if !ok {
@@ -100,6 +108,7 @@ func (v view) recordTakeover(p *plan, group string, rec holding, owner string) {
 		w.owners[group] = to
 		w.added++
 	}
+	return ""
 }
 
 // unreferenced are the takeover records that no Lease needs any more:
