@@ -95,6 +95,11 @@ func (c contender) start(kubeconfig string, o options) (*proc, error) {
 			"--k8s-namespace", leaseNamespace,
 			"--dbg-socket", filepath.Join(p.tmpDir, "herald.sock"),
 		}
+		prof, port, err := profileArgs(o)
+		if err != nil {
+			return nil, err
+		}
+		args, p.pprofPort = append(args, prof...), port
 	case kindMetalLB:
 		port, err := freePort()
 		if err != nil {

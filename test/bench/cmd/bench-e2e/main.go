@@ -61,6 +61,7 @@ type options struct {
 	metallbArgs string
 	poolCIDR    string
 	timeout     time.Duration
+	profileDir  string
 	pool        netip.Prefix
 }
 
@@ -78,6 +79,7 @@ func main() {
 	flag.StringVar(&o.metallbArgs, "metallb-args", "", "extra MetalLB controller flags, space separated")
 	flag.StringVar(&o.poolCIDR, "pool-cidr", "198.18.0.0/16", "the one block of every contender's address pool")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Minute, "give up after this long")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "keep each contender's /proc/PID/smaps (when ready and at the end) and herald-agent's heap profile (run with --pprof) in this directory")
 	flag.Parse()
 	if o.services < 1 || o.workers < 1 || o.rounds < 1 {
 		fatalf("-services, -workers and -rounds must be at least 1")
@@ -103,11 +105,10 @@ func main() {
 	for r := 1; r <= o.rounds; r++ {
 		for _, c := range contenders {
 			logf("round %d of %d: %s", r, o.rounds, c.label)
-			m, err := measure(ctx, o, c)
+			m, err := measure(ctx, o, c, r)
 			if err != nil {
 				fatalf("round %d, %s: %v", r, c.label, err)
 			}
-			m.round = r
 			results = append(results, m)
 			printMeasurement(o, m)
 		}

@@ -45,8 +45,8 @@ type measurement struct {
 	requests   cluster.RequestCounts // the API server's, from the first Create until settled
 }
 
-func measure(ctx context.Context, o options, c contender) (m measurement, err error) {
-	m = measurement{label: c.label, kind: c.kind, loadStart: loadAvg()}
+func measure(ctx context.Context, o options, c contender, round int) (m measurement, err error) {
+	m = measurement{label: c.label, kind: c.kind, round: round, loadStart: loadAvg()}
 	cl, err := cluster.Start(cluster.Options{})
 	if err != nil {
 		return m, err
@@ -72,6 +72,9 @@ func measure(ctx context.Context, o options, c contender) (m measurement, err er
 			return m, err
 		}
 		m.startReady = time.Since(t0)
+		if err := saveProfiles(ctx, o, p, round, "ready"); err != nil {
+			return m, err
+		}
 	}
 
 	tr, stopWatch, err := watchServices(ctx, cl.Client, o.services)
@@ -124,6 +127,9 @@ func measure(ctx context.Context, o options, c contender) (m measurement, err er
 			return m, err
 		}
 		if err := checkIPs(tr.services(), o.pool, o.services); err != nil {
+			return m, err
+		}
+		if err := saveProfiles(ctx, o, p, round, "end"); err != nil {
 			return m, err
 		}
 	}

@@ -20,8 +20,10 @@ type proc struct {
 	cmd     *exec.Cmd
 	logPath string
 	tmpDir  string
-	exited  chan struct{}
-	waitErr error
+	// pprofPort serves herald-agent's profiles (-profile-dir), 0 if none.
+	pprofPort int
+	exited    chan struct{}
+	waitErr   error
 }
 
 func newProc(label string) (*proc, error) {

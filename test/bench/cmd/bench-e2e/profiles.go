@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// With -profile-dir, each measurement keeps what says where a contender's
+// memory went: /proc/PID/smaps once it is ready (the canary has its IP) and
+// again at the end, and, of herald-agent (run with --pprof), its heap
+// profile at both times (go tool pprof -sample_index=inuse_space FILE; the
+// .heap.txt of the same ends with the runtime's MemStats).
+
+// profileArgs are the extra herald-agent flags that serve its profiles.
+func profileArgs(o options) ([]string, int, error) {
+	if o.profileDir == "" {
+		return nil, 0, nil
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, 0, err
+	}
+	return []string{"--pprof", fmt.Sprintf("--pprof-port=%d", port)}, port, nil
+}
+
+// saveProfiles writes the contender's smaps (and heap profile, if it
+// serves one) as DIR/<label>-r<round>-<when>.*.
+func saveProfiles(ctx context.Context, o options, p *proc, round int, when string) error {
+	if o.profileDir == "" || p == nil {
+		return nil
+	}
+	if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+		return err
+	}
+	base := filepath.Join(o.profileDir, fmt.Sprintf("%s-r%d-%s", strings.ReplaceAll(p.label, " ", "-"), round, when))
+	smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", p.pid()))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(base+".smaps", smaps, 0o644); err != nil {
+		return err
+	}
+	if p.pprofPort == 0 {
+		return nil
+	}
+	// debug=1: the same profile as text, ending with runtime.MemStats
+	// (live heap, what the heap holds free, stacks, the next GC's goal).
+	url := fmt.Sprintf("http://localhost:%d/debug/pprof/heap", p.pprofPort)
+	if err := fetchTo(ctx, url+"?debug=1", base+".heap.txt"); err != nil {
+		return err
+	}
+	return fetchTo(ctx, url, base+".heap.pb.gz")
+}
+
+func fetchTo(ctx context.Context, url, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
