@@ -12,7 +12,6 @@ import (
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/hive/job"
 	"github.com/cilium/statedb"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -44,16 +43,17 @@ type reflector[K runtime.Object, Obj any] struct {
 	// tombstones remember recent deletions: an object a catch-up listed may
 	// be gone from the table because it was deleted after the list.
 	tombstones tombstones[Obj]
+	// listedKeys are the primary keys of the rows a list being written
+	// holds so far (nil between lists); only the run loop touches it.
+	listedKeys map[string]struct{}
 }
 
 type pendingEvent[K any] struct {
 	obj     K
 	deleted bool
-	// unknownFinal: a deletion noticed by a relist, not by a watch event;
-	// obj is then the last version seen, not the deleted one.
-	unknownFinal bool
-	// listed marks the end of a list's objects; fails is the reflector's
-	// failure count when the list was stored.
+	// relist marks the start of a list's objects, listed its end; fails
+	// is the reflector's failure count when the list was stored.
+	relist bool
 	listed bool
 	fails  uint64
 }
@@ -153,20 +153,44 @@ func (r *reflector[K, Obj]) write(batch []pendingEvent[K]) (listedAt uint64, lis
 	}
 	wtxn := r.db.WriteTxn(r.table)
 	for _, ev := range batch {
-		if ev.listed {
+		switch {
+		case ev.relist:
+			r.listedKeys = map[string]struct{}{}
+		case ev.listed:
+			r.deleteUnlisted(wtxn)
 			listedAt, listed = ev.fails, true
-			continue
-		}
-		obj := r.transform(ev.obj)
-		if ev.deleted {
+		case ev.deleted:
+			obj := r.transform(ev.obj)
 			_, _, _ = r.table.Delete(wtxn, obj)
-			r.tombstones.add(r.versionOf, obj, ev.unknownFinal)
-		} else {
+			r.tombstones.add(r.versionOf, obj, false)
+		default:
+			obj := r.transform(ev.obj)
 			_, _, _ = r.table.Insert(wtxn, obj)
+			if r.listedKeys != nil {
+				r.listedKeys[string(r.table.PrimaryIndexer().ObjectToKey(obj))] = struct{}{}
+			}
 		}
 	}
 	wtxn.Commit()
 	return listedAt, listed
+}
+
+// deleteUnlisted ends a list: the objects whose rows it did not write were
+// deleted while no watch ran. The table is the reflector's only copy of
+// them (it is the only writer of its table): their rows, the last state
+// seen, are what is deleted.
+func (r *reflector[K, Obj]) deleteUnlisted(wtxn statedb.WriteTxn) {
+	var gone []Obj
+	for obj := range r.table.All(wtxn) {
+		if _, ok := r.listedKeys[string(r.table.PrimaryIndexer().ObjectToKey(obj))]; !ok {
+			gone = append(gone, obj)
+		}
+	}
+	for _, obj := range gone {
+		_, _, _ = r.table.Delete(wtxn, obj)
+		r.tombstones.add(r.versionOf, obj, true)
+	}
+	r.listedKeys = nil
 }
 
 // eventQueue collects the reflector's changes until the run loop writes
@@ -181,17 +205,14 @@ func newEventQueue[K any]() *eventQueue[K] {
 	return &eventQueue[K]{wake: make(chan struct{}, 1)}
 }
 
-func (q *eventQueue[K]) push(k K, deleted, unknownFinal bool) {
-	q.add(pendingEvent[K]{obj: k, deleted: deleted, unknownFinal: unknownFinal})
+func (q *eventQueue[K]) push(k K, deleted bool) {
+	q.add(pendingEvent[K]{obj: k, deleted: deleted})
 }
 
-func (q *eventQueue[K]) listed(fails uint64) {
-	q.add(pendingEvent[K]{listed: true, fails: fails})
-}
-
-func (q *eventQueue[K]) add(ev pendingEvent[K]) {
+// add queues evs at once: the run loop takes a list whole.
+func (q *eventQueue[K]) add(evs ...pendingEvent[K]) {
 	q.mu.Lock()
-	q.pending = append(q.pending, ev)
+	q.pending = append(q.pending, evs...)
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -300,27 +321,4 @@ func (l *reportingListWatch) failed(call string, err error) bool {
 	l.recovering.Store(true)
 	l.health.Degraded(call+" "+l.name, err)
 	return true
-}
-
-// lastApplied is kubectl's copy of the object as last applied, often the
-// largest annotation on an object.
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
-
-// stripUnused drops, before the reflector's store keeps an object, what no row is
-// made of: the field sets of server-side apply's managed fields (every
-// writer's list of fields, larger than a Service's spec; who manages what,
-// which rows do read, stays) and kubectl's last-applied annotation. The
-// store keeps a copy of every object for as long as it exists; with 2000
-// Services the field sets were a fifth of the agent's heap.
-func stripUnused(o any) (any, error) {
-	if m, err := meta.Accessor(o); err == nil {
-		mfs := m.GetManagedFields()
-		for i := range mfs {
-			mfs[i].FieldsV1 = nil
-		}
-		if a := m.GetAnnotations(); a[lastApplied] != "" {
-			delete(a, lastApplied)
-		}
-	}
-	return o, nil
 }

@@ -1,82 +1,52 @@
 package k8sreflect
 
-import (
-	"k8s.io/client-go/tools/cache"
-)
-
-// queueStore is the reflector's store (cache.ReflectorStore): it keeps
-// the objects by key, as an informer's store does (stripped of what no
-// row is made of), and passes every change on to the event queue. A list (Replace) ends with a marker that carries
-// the reflector's failure count at that moment: once the run loop wrote
-// the batch up to a marker, the table holds that list.
+// queueStore is the reflector's store (cache.ReflectorStore). It keeps no
+// objects: it passes every change on to the event queue, and the table is
+// the only copy. A list (Replace) is queued between two markers, relist and
+// listed; the run loop deletes the rows of objects the list did not hold
+// (deleted while nobody watched) when it reaches the second one. The listed
+// marker carries the reflector's failure count at that moment: once the run
+// loop wrote the batch up to it, the table holds that list.
 type queueStore[K any] struct {
-	objs  map[string]K
 	q     *eventQueue[K]
 	fails func() uint64
 }
 
 func newQueueStore[K any](q *eventQueue[K], fails func() uint64) *queueStore[K] {
-	return &queueStore[K]{objs: map[string]K{}, q: q, fails: fails}
+	return &queueStore[K]{q: q, fails: fails}
 }
 
 func (s *queueStore[K]) Add(obj any) error    { return s.upsert(obj) }
 func (s *queueStore[K]) Update(obj any) error { return s.upsert(obj) }
 
 func (s *queueStore[K]) upsert(obj any) error {
-	obj, _ = stripUnused(obj)
-	k, ok := obj.(K)
-	if !ok {
-		return nil
-	}
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		return err
-	}
-	s.objs[key] = k
-	s.q.push(k, false, false)
-	return nil
-}
-
-func (s *queueStore[K]) Delete(obj any) error {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		return err
-	}
-	delete(s.objs, key)
 	if k, ok := obj.(K); ok {
-		s.q.push(k, true, false)
+		s.q.push(k, false)
 	}
 	return nil
 }
 
-// Replace: objects missing from the list were deleted while nobody
-// watched (their last known state is all there is); the listed ones are
-// upserted.
+// Delete queues a deletion a watch saw. The reflector passes the deleted
+// object itself (never a DeletedFinalStateUnknown: that is an informer's).
+func (s *queueStore[K]) Delete(obj any) error {
+	if k, ok := obj.(K); ok {
+		s.q.push(k, true)
+	}
+	return nil
+}
+
+// Replace queues a fresh list: every listed object is upserted, and the
+// rows of the others are deleted when the run loop reaches its end.
 func (s *queueStore[K]) Replace(list []any, _ string) error {
-	fails := s.fails()
-	fresh := make(map[string]K, len(list))
+	evs := make([]pendingEvent[K], 0, len(list)+2)
+	evs = append(evs, pendingEvent[K]{relist: true})
 	for _, obj := range list {
-		obj, _ = stripUnused(obj)
-		k, ok := obj.(K)
-		if !ok {
-			continue
-		}
-		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-		if err != nil {
-			return err
-		}
-		fresh[key] = k
-	}
-	for key, old := range s.objs {
-		if _, ok := fresh[key]; !ok {
-			s.q.push(old, true, true)
+		if k, ok := obj.(K); ok {
+			evs = append(evs, pendingEvent[K]{obj: k})
 		}
 	}
-	for _, k := range fresh {
-		s.q.push(k, false, false)
-	}
-	s.objs = fresh
-	s.q.listed(fails)
+	evs = append(evs, pendingEvent[K]{listed: true, fails: s.fails()})
+	s.q.add(evs...)
 	return nil
 }
 
