@@ -5,11 +5,13 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unique"
 
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/index"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // ServicesTableName is the table of Kubernetes Services, as seen by Herald.
@@ -44,9 +46,12 @@ type Service struct {
 	IPFamilies        []string           `json:"ipFamilies,omitempty"`
 	Ports             []PortProto        `json:"ports,omitempty"`
 	// ExternalTrafficPolicy is "Cluster" or "Local".
-	ExternalTrafficPolicy string            `json:"externalTrafficPolicy,omitempty"`
-	PodSelector           map[string]string `json:"podSelector,omitempty"`
-	ExternalIPs           []netip.Addr      `json:"externalIPs,omitempty"`
+	ExternalTrafficPolicy string `json:"externalTrafficPolicy,omitempty"`
+	// PodSelector is spec.selector as "key=value,..." in key order (label
+	// keys and values hold neither "=" nor ","): only compared, by LB IPAM's
+	// sharing rules, and a string is a tenth of a map's size.
+	PodSelector string       `json:"podSelector,omitempty"`
+	ExternalIPs []netip.Addr `json:"externalIPs,omitempty"`
 	// ClusterIPs are spec.clusterIPs ("None" for a headless Service is
 	// left out); InternalTrafficPolicy is "Cluster" or "Local". BGP
 	// advertises ClusterIPs when asked.
@@ -145,40 +150,44 @@ func NewServicesTable(db *statedb.DB) (statedb.RWTable[*Service], error) {
 // Service and pool status with.
 const HeraldFieldManager = "herald"
 
-// ServiceFromK8s converts a Kubernetes Service into a row.
+// ServiceFromK8s converts a Kubernetes Service into a row. The agent
+// holds a row of every Service for as long as it exists, so the row is
+// small: the values every Service repeats (its namespace, type, policies,
+// families, protocols, condition types and reasons) are interned, one copy
+// each, instead of one string apiece from the decoder.
 func ServiceFromK8s(svc *corev1.Service) *Service {
 	s := &Service{
-		Namespace:             svc.Namespace,
+		Namespace:             intern(svc.Namespace),
 		Name:                  svc.Name,
 		UID:                   string(svc.UID),
 		CreationTimestamp:     svc.CreationTimestamp.Time,
 		Generation:            svc.Generation,
 		ResourceVersion:       svc.ResourceVersion,
 		Labels:                maps(svc.Labels),
-		Type:                  svc.Spec.Type,
-		ExternalTrafficPolicy: string(svc.Spec.ExternalTrafficPolicy),
-		PodSelector:           maps(svc.Spec.Selector),
+		Type:                  corev1.ServiceType(intern(string(svc.Spec.Type))),
+		ExternalTrafficPolicy: intern(string(svc.Spec.ExternalTrafficPolicy)),
+		PodSelector:           labels.Set(svc.Spec.Selector).String(),
 		Annotations:           ParseLBAnnotations(svc.Annotations, svc.Spec.LoadBalancerIP),
-		Conditions:            slices.Clone(svc.Status.Conditions),
+		Conditions:            internConditions(svc.Status.Conditions),
 	}
 	if svc.Spec.LoadBalancerClass != nil {
-		s.LoadBalancerClass = *svc.Spec.LoadBalancerClass
+		s.LoadBalancerClass = intern(*svc.Spec.LoadBalancerClass)
 	}
 	if svc.Spec.IPFamilyPolicy != nil {
-		s.IPFamilyPolicy = string(*svc.Spec.IPFamilyPolicy)
+		s.IPFamilyPolicy = intern(string(*svc.Spec.IPFamilyPolicy))
 	}
 	for _, f := range svc.Spec.IPFamilies {
-		s.IPFamilies = append(s.IPFamilies, string(f))
+		s.IPFamilies = append(s.IPFamilies, intern(string(f)))
 	}
 	for _, p := range svc.Spec.Ports {
 		proto := string(p.Protocol)
 		if proto == "" {
 			proto = string(corev1.ProtocolTCP)
 		}
-		s.Ports = append(s.Ports, PortProto{Port: p.Port, Protocol: proto})
+		s.Ports = append(s.Ports, PortProto{Port: p.Port, Protocol: intern(proto)})
 	}
 	if svc.Spec.InternalTrafficPolicy != nil {
-		s.InternalTrafficPolicy = string(*svc.Spec.InternalTrafficPolicy)
+		s.InternalTrafficPolicy = intern(string(*svc.Spec.InternalTrafficPolicy))
 	}
 	for _, ip := range svc.Spec.ClusterIPs {
 		if a, err := netip.ParseAddr(ip); err == nil {
@@ -201,6 +210,26 @@ func ServiceFromK8s(svc *corev1.Service) *Service {
 		}
 	}
 	return s
+}
+
+// intern returns the one copy of s shared by every row that holds it.
+func intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	return unique.Make(s).Value()
+}
+
+// internConditions copies conditions with their type, status and reason
+// interned (the message and times are the Service's own).
+func internConditions(cs []metav1.Condition) []metav1.Condition {
+	out := slices.Clone(cs)
+	for i := range out {
+		out[i].Type = intern(out[i].Type)
+		out[i].Status = metav1.ConditionStatus(intern(string(out[i].Status)))
+		out[i].Reason = intern(out[i].Reason)
+	}
+	return out
 }
 
 func maps(m map[string]string) map[string]string {

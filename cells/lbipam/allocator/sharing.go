@@ -2,7 +2,6 @@ package allocator
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,7 +36,7 @@ func canShare(a, b *tables.Service) (bool, string) {
 	if etp(a) != etp(b) {
 		return false, fmt.Sprintf("externalTrafficPolicy %s differs from %s of service '%s'", etp(a), etp(b), b.Key())
 	}
-	if etp(a) == string(corev1.ServiceExternalTrafficPolicyLocal) && !maps.Equal(a.PodSelector, b.PodSelector) {
+	if etp(a) == string(corev1.ServiceExternalTrafficPolicyLocal) && a.PodSelector != b.PodSelector {
 		return false, fmt.Sprintf("externalTrafficPolicy Local needs the same pod selector as service '%s'", b.Key())
 	}
 	for _, p := range a.Ports {
