@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,8 +13,8 @@ import (
 )
 
 // With -profile-dir, each measurement keeps what says where a contender's
-// memory went: /proc/PID/smaps once it is ready (the canary has its IP) and
-// again at the end, and, of herald-agent (run with --pprof), its heap
+// memory went: /proc/PID/smaps and the resident pages of its binary once it
+// is ready (the canary has its IP) and again at the end, and, of herald-agent (run with --pprof), its heap
 // profile at both times (go tool pprof -sample_index=inuse_space FILE; the
 // .heap.txt of the same ends with the runtime's MemStats).
 
@@ -44,6 +45,9 @@ func saveProfiles(ctx context.Context, o options, p *proc, round int, when strin
 		return err
 	}
 	if err := os.WriteFile(base+".smaps", smaps, 0o644); err != nil {
+		return err
+	}
+	if err := saveResidentPages(p.pid(), p.cmd.Path, base+".pages"); err != nil {
 		return err
 	}
 	if p.pprofPort == 0 {
@@ -82,4 +86,43 @@ func fetchTo(ctx context.Context, url, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// saveResidentPages writes the address of every page of the contender's
+// binary that is in its RSS, one hexadecimal address a line, from
+// /proc/PID/pagemap (bit 63: present): with the binary's symbol table
+// (go tool nm -size) that says which packages' code and data the process
+// touched.
+func saveResidentPages(pid int, bin, path string) error {
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return err
+	}
+	pm, err := os.Open(fmt.Sprintf("/proc/%d/pagemap", pid))
+	if err != nil {
+		return err
+	}
+	defer pm.Close()
+	var out strings.Builder
+	page := uint64(os.Getpagesize())
+	for _, line := range strings.Split(string(maps), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || f[5] != bin {
+			continue
+		}
+		var lo, hi uint64
+		if _, err := fmt.Sscanf(f[0], "%x-%x", &lo, &hi); err != nil {
+			return fmt.Errorf("maps: %q: %w", line, err)
+		}
+		buf := make([]byte, (hi-lo)/page*8)
+		if _, err := pm.ReadAt(buf, int64(lo/page*8)); err != nil {
+			return err
+		}
+		for i := 0; i+8 <= len(buf); i += 8 {
+			if binary.LittleEndian.Uint64(buf[i:])&(1<<63) != 0 {
+				fmt.Fprintf(&out, "%x %s\n", lo+uint64(i/8)*page, f[1])
+			}
+		}
+	}
+	return os.WriteFile(path, []byte(out.String()), 0o644)
 }
