@@ -64,9 +64,17 @@ type svcState struct {
 }
 
 type ipUse struct {
-	users map[string]*svcState
+	// users hold the address, one entry per Service key: one Service
+	// nearly always, a few when a sharing key joins them. A slice, not a
+	// map: the engine keeps one ipUse per address it gave out.
+	users []*svcState
 	// seq orders addresses by when they were first held (lower = older).
 	seq uint64
+}
+
+// index is the position of the Service key's entry in users, or -1.
+func (u *ipUse) index(key string) int {
+	return slices.IndexFunc(u.users, func(s *svcState) bool { return s.key == key })
 }
 
 // NewEngine returns an empty engine.
@@ -249,11 +257,15 @@ func (e *Engine) hold(s *svcState, a netip.Addr, pool string) {
 	use := e.ips[a]
 	if use == nil {
 		e.seq++
-		use = &ipUse{users: map[string]*svcState{}, seq: e.seq}
+		use = &ipUse{seq: e.seq}
 		e.ips[a] = use
 		e.markEverywhere(a, true)
 	}
-	use.users[s.key] = s
+	if i := use.index(s.key); i >= 0 {
+		use.users[i] = s
+	} else {
+		use.users = append(use.users, s)
+	}
 	s.held = append(s.held, tables.AllocatedIP{Addr: a, Pool: pool})
 }
 
@@ -264,7 +276,9 @@ func (e *Engine) drop(s *svcState, a netip.Addr) {
 	if use == nil {
 		return
 	}
-	delete(use.users, s.key)
+	if i := use.index(s.key); i >= 0 {
+		use.users = slices.Delete(use.users, i, i+1)
+	}
 	if len(use.users) == 0 {
 		delete(e.ips, a)
 		e.markEverywhere(a, false)

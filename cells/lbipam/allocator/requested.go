@@ -85,10 +85,7 @@ func (e *Engine) claimRequested(s *svcState, a netip.Addr) (reason, message stri
 }
 
 func sortedUsers(use *ipUse) []*svcState {
-	out := make([]*svcState, 0, len(use.users))
-	for _, u := range use.users {
-		out = append(out, u)
-	}
+	out := slices.Clone(use.users)
 	slices.SortFunc(out, olderFirst)
 	return out
 }
