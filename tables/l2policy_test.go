@@ -9,7 +9,7 @@ import (
 )
 
 func TestL2PolicyFromK8s(t *testing.T) {
-	svc := &Service{Namespace: "default", Name: "deathstar", Labels: map[string]string{"color": "blue"}}
+	svc := &Service{Namespace: "default", Name: "deathstar", Labels: LabelSetOf(map[string]string{"color": "blue"})}
 	tests := []struct {
 		name                         string
 		spec                         v2alpha1.CiliumL2AnnouncementPolicySpec

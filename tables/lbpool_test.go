@@ -30,7 +30,7 @@ func TestPoolSelectorErrorsNameFieldAndRule(t *testing.T) {
 			if !strings.HasPrefix(row.SelectorError, tt.want) {
 				t.Fatalf("SelectorError = %q, want it to start with %q", row.SelectorError, tt.want)
 			}
-			if row.Selects(&Service{Namespace: "ns", Name: "s", Labels: map[string]string{"app": "a b c"}}) {
+			if row.Selects(&Service{Namespace: "ns", Name: "s", Labels: LabelSetOf(map[string]string{"app": "a b c"})}) {
 				t.Fatal("an invalid selector selects a Service")
 			}
 		})

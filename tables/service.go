@@ -38,7 +38,7 @@ type Service struct {
 	// compares it with a fresh list.
 	ResourceVersion string `json:"resourceVersion"`
 
-	Labels map[string]string `json:"labels,omitempty"`
+	Labels LabelSet `json:"labels,omitempty"`
 
 	Type              corev1.ServiceType `json:"type"`
 	LoadBalancerClass string             `json:"loadBalancerClass,omitempty"` // "" = unset
@@ -76,10 +76,7 @@ func (s *Service) Key() string { return s.Namespace + "/" + s.Name }
 // SelectorLabels are the labels pool and policy selectors match against:
 // the Service's own labels plus the special keys for its namespace and name.
 func (s *Service) SelectorLabels() map[string]string {
-	l := make(map[string]string, len(s.Labels)+2)
-	for k, v := range s.Labels {
-		l[k] = v
-	}
+	l := s.Labels.Map(2)
 	l[LabelServiceNamespace] = s.Namespace
 	l[LabelServiceName] = s.Name
 	return l
@@ -163,7 +160,7 @@ func ServiceFromK8s(svc *corev1.Service) *Service {
 		CreationTimestamp:     svc.CreationTimestamp.Time,
 		Generation:            svc.Generation,
 		ResourceVersion:       svc.ResourceVersion,
-		Labels:                maps(svc.Labels),
+		Labels:                LabelSetOf(svc.Labels),
 		Type:                  corev1.ServiceType(intern(string(svc.Spec.Type))),
 		ExternalTrafficPolicy: intern(string(svc.Spec.ExternalTrafficPolicy)),
 		PodSelector:           labels.Set(svc.Spec.Selector).String(),

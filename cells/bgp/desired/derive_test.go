@@ -26,7 +26,7 @@ func node(name string, labels map[string]string, ip string, podCIDRs ...string) 
 func lbService(key, class, etp string, ips ...string) *tables.Service {
 	ns, name, _ := strings.Cut(key, "/")
 	s := &tables.Service{Namespace: ns, Name: name, Type: "LoadBalancer", LoadBalancerClass: class, ExternalTrafficPolicy: etp,
-		Labels: map[string]string{"bgp": "yes"}}
+		Labels: tables.LabelSetOf(map[string]string{"bgp": "yes"})}
 	for _, ip := range ips {
 		s.IngressIPs = append(s.IngressIPs, netip.MustParseAddr(ip))
 	}

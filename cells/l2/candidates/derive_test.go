@@ -17,7 +17,7 @@ import (
 
 func svc(key string, labels map[string]string, class string, ingress, external []string) *tables.Service {
 	ns, name, _ := strings.Cut(key, "/")
-	s := &tables.Service{Namespace: ns, Name: name, Labels: labels, Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: class}
+	s := &tables.Service{Namespace: ns, Name: name, Labels: tables.LabelSetOf(labels), Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: class}
 	for _, ip := range ingress {
 		s.IngressIPs = append(s.IngressIPs, netip.MustParseAddr(ip))
 	}
