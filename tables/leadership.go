@@ -59,6 +59,10 @@ type Election struct {
 	// predecessor's term to end. Only a Lease no other process of the node
 	// could act on alongside (see the L2 node Lease) may use a fixed one.
 	Identity string
+	// OwnerNode: the Lease belongs to this Node, and goes with it (an
+	// owner reference, for the Kubernetes garbage collector); "" for a
+	// Lease of the cluster.
+	OwnerNode string
 }
 
 // Leadership is this agent's standing in the election for one Lease.

@@ -88,6 +88,34 @@ func TestMembersTwoNodes(t *testing.T) {
 	waitMembersAlive(t, pair)
 	stopProbers(t, probers, start)
 	waitRecorded(t, s.ns, vips)
+
+	// The node Leases and witness records go with their Node.
+	for _, n := range pair {
+		expectOwnedByNode(t, tables.L2NodeLeasePrefix+n.Name, n.Name)
+		expectOwnedByNode(t, tables.L2WitnessLeasePrefix+n.Name, n.Name)
+	}
+}
+
+// expectOwnedByNode fails the test unless the Lease names the Node as its
+// owner, so that the Kubernetes garbage collector deletes it with the
+// Node.
+func expectOwnedByNode(t testing.TB, lease, node string) {
+	t.Helper()
+	ctx := context.Background()
+	l, err := kube.CoordinationV1().Leases(leaseNS).Get(ctx, lease, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("Lease %s: %v", lease, err)
+	}
+	n, err := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("Node %s: %v", node, err)
+	}
+	for _, o := range l.OwnerReferences {
+		if o.Kind == "Node" && o.APIVersion == "v1" && o.Name == node && o.UID == n.UID {
+			return
+		}
+	}
+	t.Errorf("Lease %s: owner references %+v, want Node %s (uid %s)", lease, l.OwnerReferences, node, n.UID)
 }
 
 // useTwoNodes stops node3's agent and deletes its node Lease, so that the

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/hive/job"
 	"github.com/cilium/statedb"
@@ -46,6 +48,9 @@ func registerCampaigns(p params) error {
 			return fmt.Errorf("Lease %s: %w", el.Lease, err)
 		}
 		api := lease.NewKube(p.Kube.CoordinationV1().Leases(p.Agent.K8sNamespace), el.Lease)
+		if node := el.OwnerNode; node != "" {
+			api.OwnedBy(func(ctx context.Context) ([]metav1.OwnerReference, error) { return lease.NodeOwner(ctx, p.Kube, node) })
+		}
 		id := identity
 		if el.Identity != "" {
 			id = el.Identity

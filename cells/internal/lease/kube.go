@@ -19,11 +19,21 @@ import (
 type Kube struct {
 	client coordinationclient.LeaseInterface
 	name   string
+	// owners, if set, gives the owner references of the Lease when it is
+	// created (NodeOwner).
+	owners func(context.Context) ([]metav1.OwnerReference, error)
 }
 
 // NewKube is the Lease name in the namespace client works in.
 func NewKube(client coordinationclient.LeaseInterface, name string) *Kube {
 	return &Kube{client: client, name: name}
+}
+
+// OwnedBy makes the Lease, when this creates it, owned by what owners
+// returns at that moment.
+func (k *Kube) OwnedBy(owners func(context.Context) ([]metav1.OwnerReference, error)) *Kube {
+	k.owners = owners
+	return k
 }
 
 func (k *Kube) Get(ctx context.Context) (*Record, error) {
@@ -39,6 +49,13 @@ func (k *Kube) Get(ctx context.Context) (*Record, error) {
 
 func (k *Kube) Create(ctx context.Context, r Record) (*Record, error) {
 	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: k.name}}
+	if k.owners != nil {
+		refs, err := k.owners(ctx)
+		if err != nil {
+			return nil, err
+		}
+		l.OwnerReferences = refs
+	}
 	setSpec(l, r)
 	got, err := k.client.Create(ctx, l, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {

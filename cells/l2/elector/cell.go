@@ -55,7 +55,8 @@ func nodeLeaseElection(agent agentconfig.Config, l2 l2config.Config, l l2config.
 	Elections []tables.Election `group:"elections,flatten"`
 }) {
 	if l2.Runs(l2config.ElectionMembers) {
-		out.Elections = []tables.Election{{Lease: tables.L2NodeLeasePrefix + agent.Node(), Timings: l.Timings(), Identity: agent.Node()}}
+		out.Elections = []tables.Election{{Lease: tables.L2NodeLeasePrefix + agent.Node(), Timings: l.Timings(), Identity: agent.Node(),
+			OwnerNode: agent.Node()}}
 	}
 	return out
 }

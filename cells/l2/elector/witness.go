@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/heraldlb/herald/cells/internal/lease"
 	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/tables"
 )
@@ -31,6 +32,10 @@ type ownWitness struct {
 	wanted  bool
 	until   time.Time
 	version string // of the last write, for the next one
+	// owners: the record's owner, this node's Node (lease.NodeOwner),
+	// once known; every write carries it (an update replaces the whole
+	// object).
+	owners []metav1.OwnerReference
 }
 
 func (w *ownWitness) want(on bool) {
@@ -103,6 +108,9 @@ func (e *elector) writeWitness(ctx context.Context, version string, sent time.Ti
 	}
 	var out *coordinationv1.Lease
 	var err error
+	if l.OwnerReferences, err = e.witnessOwners(ctx); err != nil {
+		return "", err
+	}
 	if version == "" {
 		out, err = e.recordLeases.Create(ctx, l, metav1.CreateOptions{})
 	} else {
@@ -112,6 +120,26 @@ func (e *elector) writeWitness(ctx context.Context, version string, sent time.Ti
 		return "", err
 	}
 	return out.ResourceVersion, nil
+}
+
+// witnessOwners is the owner of this node's witness record: its Node, so
+// that the record goes with it (read once; none while the Node is not
+// registered).
+func (e *elector) witnessOwners(ctx context.Context) ([]metav1.OwnerReference, error) {
+	e.witness.mu.Lock()
+	owners := e.witness.owners
+	e.witness.mu.Unlock()
+	if owners != nil {
+		return owners, nil
+	}
+	owners, err := lease.NodeOwner(ctx, e.Kube, e.self)
+	if err != nil {
+		return nil, err
+	}
+	e.witness.mu.Lock()
+	e.witness.owners = owners
+	e.witness.mu.Unlock()
+	return owners, nil
 }
 
 // seenWitness is a peer's witness record as this node watched it.
