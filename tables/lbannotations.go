@@ -33,6 +33,15 @@ type LBAnnotations struct {
 	SharingCrossNamespace []string `json:"sharingCrossNamespace,omitempty"`
 	// ExternalIPsOptIn is io.cilium.operator.external-ips: "true".
 	ExternalIPsOptIn bool `json:"externalIPsOptIn,omitempty"`
+	// Pool is the CiliumLoadBalancerIPPool the Service must take its IPs
+	// from (MetalLB's address-pool annotation), and PoolAnnotation the
+	// annotation that named it, for messages. "" = any pool.
+	Pool           string `json:"pool,omitempty"`
+	PoolAnnotation string `json:"poolAnnotation,omitempty"`
+	// Disagreement says which MetalLB annotations were ignored because the
+	// Cilium annotation for the same thing says otherwise; "" when they
+	// agree or only one of them is set.
+	Disagreement string `json:"disagreement,omitempty"`
 	// Error describes unparsable requests, quoting the bad value. A Service
 	// with an Error gets no new IPs until it is fixed.
 	Error string `json:"error,omitempty"`
@@ -44,13 +53,17 @@ func ParseLBAnnotations(annotations map[string]string, loadBalancerIP string) LB
 	var a LBAnnotations
 	var errs []string
 
+	ipsKey := ""
 	if v, key, ok := lookup(annotations, AnnotationIPs, LegacyAnnotationIPs); ok {
+		ipsKey = key
 		ips, err := ParseIPList(v)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("annotation %s: %v", key, err))
 		}
 		a.RequestedIPs = ips
 	}
+	var disagree []string
+	a.RequestedIPs, errs, disagree = mergeMetalLBIPs(annotations, ipsKey, a.RequestedIPs, errs, disagree)
 	if lbip := strings.TrimSpace(loadBalancerIP); lbip != "" {
 		ip, err := parseIP(lbip)
 		if err != nil {
@@ -59,9 +72,14 @@ func ParseLBAnnotations(annotations map[string]string, loadBalancerIP string) LB
 			a.RequestedIPs = append(a.RequestedIPs, ip)
 		}
 	}
-	if v, _, ok := lookup(annotations, AnnotationSharingKey, LegacyAnnotationSharingKey); ok {
+	keyKey := ""
+	if v, key, ok := lookup(annotations, AnnotationSharingKey, LegacyAnnotationSharingKey); ok {
+		keyKey = key
 		a.SharingKey = strings.TrimSpace(v)
 	}
+	a.SharingKey, disagree = mergeMetalLBSharingKey(annotations, keyKey, a.SharingKey, disagree)
+	a.Pool, a.PoolAnnotation = metalLBPool(annotations)
+	a.Disagreement = strings.Join(disagree, "; ")
 	if v, key, ok := lookup(annotations, AnnotationSharingCrossNS, LegacyAnnotationSharingCross); ok {
 		nss, err := ParseNamespaceList(v)
 		if err != nil {

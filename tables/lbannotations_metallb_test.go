@@ -1,0 +1,126 @@
+package tables
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseMetalLBAnnotations(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		lbIP        string
+		wantIPs     string // comma separated
+		wantKey     string
+		wantPool    string
+		wantPoolKey string
+		wantDis     []string // substrings of Disagreement; nil = none
+		wantErr     string   // substring of Error, "" = no error
+	}{
+		{
+			name:        "loadBalancerIPs dual-stack",
+			annotations: map[string]string{AnnotationMetalLBIPs: "198.18.0.10, fd00::10"},
+			wantIPs:     "198.18.0.10,fd00::10",
+		},
+		{
+			name:        "older spelling",
+			annotations: map[string]string{LegacyAnnotationMetalLBIPs: "198.18.0.10", LegacyAnnotationMetalLBSharedIP: "k", LegacyAnnotationMetalLBPool: "blue"},
+			wantIPs:     "198.18.0.10", wantKey: "k", wantPool: "blue", wantPoolKey: LegacyAnnotationMetalLBPool,
+		},
+		{
+			name: "metallb.io wins over the older spelling, as in MetalLB",
+			annotations: map[string]string{
+				AnnotationMetalLBIPs: "198.18.0.1", LegacyAnnotationMetalLBIPs: "198.18.0.2",
+				AnnotationMetalLBSharedIP: "new", LegacyAnnotationMetalLBSharedIP: "old",
+				AnnotationMetalLBPool: "a", LegacyAnnotationMetalLBPool: "b",
+			},
+			wantIPs: "198.18.0.1", wantKey: "new", wantPool: "a", wantPoolKey: AnnotationMetalLBPool,
+		},
+		{
+			name:        "bad loadBalancerIPs is an invalid request",
+			annotations: map[string]string{AnnotationMetalLBIPs: "198.18.0.1,198.18.0.300"},
+			wantIPs:     "198.18.0.1",
+			wantErr:     `annotation metallb.io/loadBalancerIPs: invalid IP address "198.18.0.300"`,
+		},
+		{
+			name:        "spec.loadBalancerIP joins, as it does the Cilium list",
+			annotations: map[string]string{AnnotationMetalLBIPs: "198.18.0.1"}, lbIP: "198.18.0.2",
+			wantIPs: "198.18.0.1,198.18.0.2",
+		},
+		{
+			name:        "same IPs in another order agree",
+			annotations: map[string]string{AnnotationIPs: "198.18.0.1,fd00::1", AnnotationMetalLBIPs: "fd00::1, 198.18.0.1"},
+			wantIPs:     "198.18.0.1,fd00::1",
+		},
+		{
+			name:        "different IPs: Cilium wins",
+			annotations: map[string]string{AnnotationIPs: "198.18.0.1", LegacyAnnotationMetalLBIPs: "198.18.0.2"},
+			wantIPs:     "198.18.0.1",
+			wantDis:     []string{`annotation metallb.universe.tf/loadBalancerIPs "198.18.0.2" is ignored: it differs from lbipam.cilium.io/ips "198.18.0.1"`},
+		},
+		{
+			name:        "unparsable MetalLB list beside a Cilium one is ignored, not an error",
+			annotations: map[string]string{LegacyAnnotationIPs: "198.18.0.1", AnnotationMetalLBIPs: "nope"},
+			wantIPs:     "198.18.0.1",
+			wantDis:     []string{`annotation metallb.io/loadBalancerIPs is ignored (invalid IP address "nope"`, "io.cilium/lb-ipam-ips applies"},
+		},
+		{
+			name:        "allow-shared-ip is the sharing key",
+			annotations: map[string]string{AnnotationMetalLBSharedIP: " web "},
+			wantKey:     "web",
+		},
+		{
+			name:        "same sharing keys agree",
+			annotations: map[string]string{AnnotationSharingKey: "web", AnnotationMetalLBSharedIP: "web"},
+			wantKey:     "web",
+		},
+		{
+			name:        "different sharing keys: Cilium wins",
+			annotations: map[string]string{LegacyAnnotationSharingKey: "web", AnnotationMetalLBSharedIP: "dns"},
+			wantKey:     "web",
+			wantDis:     []string{`annotation metallb.io/allow-shared-ip "dns" is ignored: it differs from io.cilium/lb-ipam-sharing-key "web"`},
+		},
+		{
+			name: "both disagreements are listed",
+			annotations: map[string]string{
+				AnnotationIPs: "198.18.0.1", AnnotationMetalLBIPs: "198.18.0.2",
+				AnnotationSharingKey: "a", AnnotationMetalLBSharedIP: "b",
+			},
+			wantIPs: "198.18.0.1", wantKey: "a",
+			wantDis: []string{"metallb.io/loadBalancerIPs", "; annotation metallb.io/allow-shared-ip"},
+		},
+		{
+			name:        "empty address-pool names no pool",
+			annotations: map[string]string{AnnotationMetalLBPool: " "},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := ParseLBAnnotations(tt.annotations, tt.lbIP)
+			var got []string
+			for _, ip := range a.RequestedIPs {
+				got = append(got, ip.String())
+			}
+			if strings.Join(got, ",") != tt.wantIPs {
+				t.Errorf("ips %v, want %s", got, tt.wantIPs)
+			}
+			if a.SharingKey != tt.wantKey {
+				t.Errorf("key %q, want %q", a.SharingKey, tt.wantKey)
+			}
+			if a.Pool != tt.wantPool || a.PoolAnnotation != tt.wantPoolKey {
+				t.Errorf("pool %q (%s), want %q (%s)", a.Pool, a.PoolAnnotation, tt.wantPool, tt.wantPoolKey)
+			}
+			if (len(tt.wantDis) == 0) != (a.Disagreement == "") {
+				t.Errorf("disagreement %q, want %q", a.Disagreement, tt.wantDis)
+			}
+			for _, w := range tt.wantDis {
+				if !strings.Contains(a.Disagreement, w) {
+					t.Errorf("disagreement %q lacks %q", a.Disagreement, w)
+				}
+			}
+			if (tt.wantErr == "") != (a.Error == "") || !strings.Contains(a.Error, tt.wantErr) {
+				t.Errorf("error %q, want %q", a.Error, tt.wantErr)
+			}
+		})
+	}
+}
