@@ -41,6 +41,9 @@ type LBAllocation struct {
 	Satisfied bool          `json:"satisfied"`
 	Reason    string        `json:"reason,omitempty"`
 	Message   string        `json:"message,omitempty"`
+	// Disagreement is the message of the annotations-disagree condition:
+	// which MetalLB annotations the Cilium ones overrule. "" = none.
+	Disagreement string `json:"disagreement,omitempty"`
 	// Released lists what the latest decision took away, for Events.
 	Released []ReleasedIP `json:"released,omitempty"`
 
@@ -66,7 +69,8 @@ func (a *LBAllocation) Addrs() []netip.Addr {
 // SameDecision reports whether b decides the same as a (ignoring status).
 func (a *LBAllocation) SameDecision(b *LBAllocation) bool {
 	if a.Managed != b.Managed || a.Satisfied != b.Satisfied || a.Reason != b.Reason ||
-		a.Message != b.Message || a.Generation != b.Generation || len(a.IPs) != len(b.IPs) ||
+		a.Message != b.Message || a.Disagreement != b.Disagreement ||
+		a.Generation != b.Generation || len(a.IPs) != len(b.IPs) ||
 		len(a.Released) != len(b.Released) {
 		return false
 	}

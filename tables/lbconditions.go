@@ -16,6 +16,12 @@ const (
 	ReasonFamilyDisabled           = "ip_family_disabled"
 	MessageNoPool                  = "There are no enabled CiliumLoadBalancerIPPools that match this service"
 
+	// Herald's addition: True (reason metallb_annotation_ignored) while a
+	// MetalLB annotation says otherwise than the Cilium annotation for the
+	// same thing, which applies; absent when they agree.
+	ConditionAnnotationsDisagree   = "lbipam.herald.io/annotations-disagree"
+	ReasonMetalLBAnnotationIgnored = "metallb_annotation_ignored"
+
 	// Pool conditions.
 	ConditionPoolConflict = "cilium.io/PoolConflict"
 	ConditionIPsTotal     = "cilium.io/IPsTotal"

@@ -232,11 +232,11 @@ func (e *Engine) mayJoin(row *tables.Service, use *ipUse) bool {
 }
 
 // poolFor returns the first pool, oldest first, that contains the address
-// and selects the Service, whatever its state (disabled or conflicting
+// and offers it to the Service, whatever its state (disabled or conflicting
 // pools keep what they gave).
 func (e *Engine) poolFor(a netip.Addr, row *tables.Service) *poolState {
 	for _, p := range e.poolOrder {
-		if p.contains(a) && p.row.Selects(row) {
+		if p.contains(a) && offers(p, row) {
 			return p
 		}
 	}

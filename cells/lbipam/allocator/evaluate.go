@@ -126,7 +126,7 @@ func (e *Engine) evaluate(s *svcState, res *Result) {
 	if len(e.pools) == 0 && len(s.held) == 0 && s.decision == nil {
 		return // dormant until the first pool exists
 	}
-	d := &tables.LBAllocation{Managed: true}
+	d := &tables.LBAllocation{Managed: true, Disagreement: row.Annotations.Disagreement}
 	if row.Annotations.Error != "" {
 		// Keep what the Service has: a typo must not take its IP away.
 		d.Reason = tables.ReasonInvalidRequest
@@ -136,9 +136,12 @@ func (e *Engine) evaluate(s *svcState, res *Result) {
 	}
 	want, reason, message := e.families.wantedFamilies(row)
 	requested := row.Annotations.RequestedIPs
+	poolReason, poolMessage := e.namedPoolProblem(row)
 
 	e.validateHeld(s, want, reason != "")
 	switch {
+	case poolReason != "":
+		d.Reason, d.Message = poolReason, poolMessage
 	case reason != "" && len(requested) == 0:
 		d.Reason, d.Message = reason, message
 	case len(requested) > 0:
@@ -217,7 +220,7 @@ func (e *Engine) validateHeld(s *svcState, want []family, policyFailed bool) {
 		}
 		if why == "" {
 			if p := e.poolFor(a, row); p == nil {
-				why = e.whyNoPool(a)
+				why = e.whyNoPool(a, row)
 			} else {
 				e.setPool(s, a, p.row.Name)
 			}
@@ -250,8 +253,11 @@ func (e *Engine) setPool(s *svcState, a netip.Addr, pool string) {
 }
 
 // whyNoPool explains why no pool backs a held address any more.
-func (e *Engine) whyNoPool(a netip.Addr) string {
+func (e *Engine) whyNoPool(a netip.Addr, row *tables.Service) string {
 	for _, p := range e.poolOrder {
+		if p.contains(a) && !named(p, row) {
+			return notNamedMessage(row)
+		}
 		if p.contains(a) {
 			return fmt.Sprintf("IP Pool '%s' no longer selects this service", p.row.Name)
 		}
@@ -318,7 +324,7 @@ func (e *Engine) joinShared(s *svcState, f family) bool {
 func (e *Engine) allocateNew(s *svcState, f family) (reason, message string) {
 	var selecting, usable, withFamily []string
 	for _, p := range e.poolOrder {
-		if !p.row.Selects(s.row) {
+		if !offers(p, s.row) {
 			continue
 		}
 		selecting = append(selecting, p.row.Name)

@@ -82,7 +82,13 @@ func (e *Engine) Explain(key string) []string {
 	if a := svc.Annotations; a.Error != "" {
 		add("Request: unparsable, %s; the Service keeps what it has until this is fixed.", a.Error)
 	} else if len(a.RequestedIPs) > 0 {
-		add("Request: the IPs %s (annotation %s or spec.loadBalancerIP).", addrList(a.RequestedIPs), tables.AnnotationIPs)
+		add("Request: the IPs %s (annotation %s, %s or spec.loadBalancerIP).", addrList(a.RequestedIPs), tables.AnnotationIPs, tables.AnnotationMetalLBIPs)
+	}
+	if a := svc.Annotations; a.Pool != "" {
+		add("Pool: only IP Pool '%s' may give it addresses (annotation %s).", a.Pool, a.PoolAnnotation)
+	}
+	if a := svc.Annotations; a.Disagreement != "" {
+		add("Annotations disagree: %s.", a.Disagreement)
 	}
 
 	if d := s.decision; d != nil {
@@ -131,6 +137,9 @@ func (e *Engine) Explain(key string) []string {
 
 // poolVerdict explains what one pool means for the Service.
 func (e *Engine) poolVerdict(p *poolState, svc *tables.Service, want []family) string {
+	if !named(p, svc) {
+		return fmt.Sprintf("skipped, the Service asks for IP Pool '%s' (annotation %s).", svc.Annotations.Pool, svc.Annotations.PoolAnnotation)
+	}
 	if !p.row.Selects(svc) {
 		if p.row.SelectorError != "" {
 			return "skipped, its serviceSelector is invalid: " + p.row.SelectorError

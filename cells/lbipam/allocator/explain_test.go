@@ -70,3 +70,24 @@ func TestPlan(t *testing.T) {
 		t.Fatalf("released: %q", got[3].Released)
 	}
 }
+
+func TestExplainMetalLBAnnotations(t *testing.T) {
+	pools := []*tables.LBPool{
+		mkPool("other", 0, []string{"198.18.0.0/24"}),
+		mkPool("blue", 1, []string{"198.18.1.0/24"}),
+	}
+	services := []*tables.Service{mkSvc("n/s", 0,
+		annotate(tables.AnnotationMetalLBPool, "blue"),
+		annotate(tables.AnnotationSharingKey, "a"), annotate(tables.AnnotationMetalLBSharedIP, "b"))}
+	got := Simulate(Families{IPv4: true}, Responsibility{DefaultIPAM: true}, pools, services).Explain("n/s")
+	for _, w := range []string{
+		"Pool: only IP Pool 'blue' may give it addresses (annotation metallb.io/address-pool).",
+		`Annotations disagree: annotation metallb.io/allow-shared-ip "b" is ignored: it differs from lbipam.cilium.io/sharing-key "a", which applies.`,
+		"Decision: satisfied with 198.18.1.0 from pool blue.",
+		"Pool other: skipped, the Service asks for IP Pool 'blue' (annotation metallb.io/address-pool).",
+	} {
+		if !slices.Contains(got, w) {
+			t.Errorf("missing %q in:\n%s", w, strings.Join(got, "\n"))
+		}
+	}
+}

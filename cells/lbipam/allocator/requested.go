@@ -32,7 +32,7 @@ func (e *Engine) claimRequested(s *svcState, a netip.Addr) (reason, message stri
 	row := s.row
 	var containing, selecting []*poolState
 	for _, p := range e.poolOrder {
-		if p.contains(a) {
+		if p.contains(a) && named(p, row) {
 			containing = append(containing, p)
 			if p.row.Selects(row) {
 				selecting = append(selecting, p)
@@ -40,6 +40,8 @@ func (e *Engine) claimRequested(s *svcState, a netip.Addr) (reason, message stri
 		}
 	}
 	switch {
+	case len(containing) == 0 && row.Annotations.Pool != "":
+		return tables.ReasonNoPool, fmt.Sprintf("The requested IP '%s' is not in IP Pool '%s' named by annotation %s", a, row.Annotations.Pool, row.Annotations.PoolAnnotation)
 	case len(containing) == 0:
 		return tables.ReasonNoPool, fmt.Sprintf("There are no CiliumLoadBalancerIPPools that contain the requested IP '%s'", a)
 	case len(selecting) == 0:

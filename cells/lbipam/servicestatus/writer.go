@@ -30,6 +30,9 @@ const (
 	EventAssigned = "IPAllocated"
 	EventReleased = "IPReleased"
 	EventPending  = "IPAllocationPending"
+	// EventDisagree says a MetalLB annotation is ignored because the
+	// Cilium annotation for the same thing says otherwise.
+	EventDisagree = "AnnotationsDisagree"
 )
 
 // parallelWrites bounds the status writes in flight: enough to keep up with
@@ -88,16 +91,22 @@ func (w *statusWriter) apply(ctx context.Context, a *tables.LBAllocation, svc *t
 				// next read equal to what was written.
 				WithIPMode(corev1.LoadBalancerIPModeVIP))
 		}
-		c := desiredCondition(a, svc, w.now())
-		status.WithConditions(metav1ac.Condition().
-			WithType(c.Type).WithStatus(c.Status).WithReason(c.Reason).WithMessage(c.Message).
-			WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(c.LastTransitionTime))
+		status.WithConditions(conditionAC(desiredCondition(a, svc, w.now())))
+		if c, ok := desiredDisagreement(a, svc, w.now()); ok {
+			status.WithConditions(conditionAC(c))
+		}
 	}
 	status.WithLoadBalancer(lb)
 	cfg := corev1ac.Service(a.Name, a.Namespace).WithResourceVersion(svc.ResourceVersion).WithStatus(status)
 	_, err := w.kube.CoreV1().Services(a.Namespace).ApplyStatus(ctx, cfg,
 		metav1.ApplyOptions{FieldManager: tables.HeraldFieldManager, Force: true})
 	return err
+}
+
+func conditionAC(c metav1.Condition) *metav1ac.ConditionApplyConfiguration {
+	return metav1ac.Condition().
+		WithType(c.Type).WithStatus(c.Status).WithReason(c.Reason).WithMessage(c.Message).
+		WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(c.LastTransitionTime)
 }
 
 func (w *statusWriter) recordEvents(a *tables.LBAllocation, svc *tables.Service) {
@@ -124,6 +133,11 @@ func (w *statusWriter) recordEvents(a *tables.LBAllocation, svc *tables.Service)
 		if len(svc.IngressIPs) == 0 && !svc.CreationTimestamp.IsZero() {
 			w.latency.Observe(w.now().Sub(svc.CreationTimestamp).Seconds())
 		}
+	}
+	if old, ok := svc.Condition(tables.ConditionAnnotationsDisagree); a.Managed && a.Disagreement != "" && (!ok || old.Message != a.Disagreement) {
+		w.log.Warn("Service annotations disagree; the Cilium annotation applies",
+			"service", a.Key(), "disagreement", a.Disagreement)
+		w.events.Eventf(ref, corev1.EventTypeWarning, EventDisagree, "%s", a.Disagreement)
 	}
 	if a.Managed && !a.Satisfied {
 		old, ok := svc.Condition(tables.ConditionRequestSatisfied)
