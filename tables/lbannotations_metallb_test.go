@@ -124,3 +124,33 @@ func TestParseMetalLBAnnotations(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseMetalLBAnnotations checks that whatever mix of Cilium and MetalLB
+// lists and keys a Service carries, parsing never panics, accepts only
+// valid addresses, and reports a disagreement only when both are set.
+func FuzzParseMetalLBAnnotations(f *testing.F) {
+	f.Add("198.18.0.1", "198.18.0.1", "k", "k")
+	f.Add("", "fd00::1, 198.18.0.1", "", "x")
+	f.Add("198.18.0.1", "::ffff:1.2.3.4,,", "a", "b")
+	f.Fuzz(func(t *testing.T, ciliumIPs, metallbIPs, ciliumKey, metallbKey string) {
+		ann := map[string]string{LegacyAnnotationMetalLBIPs: metallbIPs, AnnotationMetalLBSharedIP: metallbKey}
+		if ciliumIPs != "" {
+			ann[AnnotationIPs] = ciliumIPs
+		}
+		if ciliumKey != "" {
+			ann[AnnotationSharingKey] = ciliumKey
+		}
+		a := ParseLBAnnotations(ann, "")
+		for _, ip := range a.RequestedIPs {
+			if !ip.IsValid() || ip.Zone() != "" || ip.Is4In6() {
+				t.Fatalf("accepted bad address %v", ip)
+			}
+		}
+		if a.Disagreement != "" && ciliumIPs == "" && ciliumKey == "" {
+			t.Fatalf("disagreement %q without a Cilium annotation", a.Disagreement)
+		}
+		if ciliumKey != "" && a.SharingKey != strings.TrimSpace(ciliumKey) {
+			t.Fatalf("sharing key %q, want the Cilium one %q", a.SharingKey, ciliumKey)
+		}
+	})
+}
