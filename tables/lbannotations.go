@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -16,6 +17,11 @@ const (
 	LegacyAnnotationIPs          = "io.cilium/lb-ipam-ips"
 	LegacyAnnotationSharingKey   = "io.cilium/lb-ipam-sharing-key"
 	LegacyAnnotationSharingCross = "io.cilium/lb-ipam-sharing-cross-namespace"
+	// AnnotationSharingPermitDifferentPods ("true" on every Service of a
+	// sharing key) lets Services with externalTrafficPolicy Local share
+	// an address although they select different Pods (Cilium 1.21).
+	AnnotationSharingPermitDifferentPods       = "lbipam.cilium.io/sharing-permit-different-pods"
+	LegacyAnnotationSharingPermitDifferentPods = "io.cilium/lb-ipam-sharing-permit-different-pods"
 
 	// AnnotationExternalIPsOptIn asks for LB IPAM on a Service without a
 	// load balancer class even when default-lb-service-ipam is "none".
@@ -31,6 +37,15 @@ type LBAnnotations struct {
 	// SharingCrossNamespace lists the namespaces (or "*") this Service
 	// agrees to share its IPs with.
 	SharingCrossNamespace []string `json:"sharingCrossNamespace,omitempty"`
+	// SharingPermitDifferentPods: the Service agrees to share its
+	// addresses with Local Services that select other Pods (the traffic is
+	// steered to the right nodes by something else, e.g. an L4-aware load
+	// balancer in front of the nodes).
+	SharingPermitDifferentPods bool `json:"sharingPermitDifferentPods,omitempty"`
+	// SharingPermitInvalid is that annotation's value when it is no
+	// boolean: as in Cilium it then permits nothing, and the sharing rule
+	// it would have relaxed says so.
+	SharingPermitInvalid string `json:"sharingPermitInvalid,omitempty"`
 	// ExternalIPsOptIn is io.cilium.operator.external-ips: "true".
 	ExternalIPsOptIn bool `json:"externalIPsOptIn,omitempty"`
 	// Pool is the CiliumLoadBalancerIPPool the Service must take its IPs
@@ -86,6 +101,13 @@ func ParseLBAnnotations(annotations map[string]string, loadBalancerIP string) LB
 			errs = append(errs, fmt.Sprintf("annotation %s: %v", key, err))
 		}
 		a.SharingCrossNamespace = nss
+	}
+	if v, _, ok := lookup(annotations, AnnotationSharingPermitDifferentPods, LegacyAnnotationSharingPermitDifferentPods); ok {
+		permit, err := strconv.ParseBool(strings.TrimSpace(v))
+		a.SharingPermitDifferentPods = permit
+		if err != nil {
+			a.SharingPermitInvalid = v
+		}
 	}
 	a.ExternalIPsOptIn = strings.EqualFold(strings.TrimSpace(annotations[AnnotationExternalIPsOptIn]), "true")
 	a.Error = strings.Join(errs, "; ")

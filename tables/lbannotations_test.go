@@ -126,3 +126,27 @@ func FuzzParseLBAnnotations(f *testing.F) {
 		}
 	})
 }
+
+// lbipam.cilium.io/sharing-permit-different-pods is read as
+// strconv.ParseBool reads it, as Cilium does; a value that is no boolean
+// permits nothing and is kept for the message of the rule it would relax.
+func TestParseSharingPermitDifferentPods(t *testing.T) {
+	for _, c := range []struct {
+		annotations map[string]string
+		permit      bool
+		invalid     string
+	}{
+		{nil, false, ""},
+		{map[string]string{AnnotationSharingPermitDifferentPods: "true"}, true, ""},
+		{map[string]string{AnnotationSharingPermitDifferentPods: " True "}, true, ""},
+		{map[string]string{AnnotationSharingPermitDifferentPods: "false"}, false, ""},
+		{map[string]string{LegacyAnnotationSharingPermitDifferentPods: "1"}, true, ""},
+		{map[string]string{AnnotationSharingPermitDifferentPods: "false", LegacyAnnotationSharingPermitDifferentPods: "true"}, false, ""},
+		{map[string]string{AnnotationSharingPermitDifferentPods: "yes"}, false, "yes"},
+	} {
+		a := ParseLBAnnotations(c.annotations, "")
+		if a.SharingPermitDifferentPods != c.permit || a.SharingPermitInvalid != c.invalid || a.Error != "" {
+			t.Errorf("%v: permit %v, invalid %q, error %q; want %v, %q, no error", c.annotations, a.SharingPermitDifferentPods, a.SharingPermitInvalid, a.Error, c.permit, c.invalid)
+		}
+	}
+}

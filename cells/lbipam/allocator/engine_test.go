@@ -237,6 +237,7 @@ func TestRequestedIPs(t *testing.T) {
 func TestSharing(t *testing.T) {
 	key := func(k string) svcOpt { return annotate(tables.AnnotationSharingKey, k) }
 	cross := func(v string) svcOpt { return annotate(tables.AnnotationSharingCrossNS, v) }
+	permit := func(v string) svcOpt { return annotate(tables.AnnotationSharingPermitDifferentPods, v) }
 	tests := []struct {
 		name        string
 		first, then *tables.Service
@@ -262,6 +263,24 @@ func TestSharing(t *testing.T) {
 			"20.0.10.1|satisfied|"},
 		{"Local, one selector holds more", mkSvc("example/a", 0, key("k"), etpLocal(map[string]string{"app": "x"})), mkSvc("example/b", 1, key("k"), ports(80), etpLocal(map[string]string{"app": "x", "tier": "web"})),
 			"20.0.10.1|satisfied|"},
+		{"Local without a selector", mkSvc("example/a", 0, key("k"), etpLocal(nil)), mkSvc("example/b", 1, key("k"), ports(80), etpLocal(nil)),
+			"20.0.10.1|satisfied|"},
+		{"Local, other selectors, both permit different Pods", mkSvc("example/a", 0, key("k"), permit("true"), etpLocal(map[string]string{"app": "x"})),
+			mkSvc("example/b", 1, key("k"), ports(80), permit("true"), etpLocal(map[string]string{"app": "y"})),
+			"20.0.10.0|satisfied|"},
+		{"Local, other selectors, one permits", mkSvc("example/a", 0, key("k"), permit("true"), etpLocal(map[string]string{"app": "x"})),
+			mkSvc("example/b", 1, key("k"), ports(80), etpLocal(map[string]string{"app": "y"})),
+			"20.0.10.1|satisfied|"},
+		{"Local, no selector, both permit different Pods", mkSvc("example/a", 0, key("k"), permit("true"), etpLocal(nil)),
+			mkSvc("example/b", 1, key("k"), ports(80), permit("true"), etpLocal(nil)),
+			"20.0.10.1|satisfied|"},
+		{"Local, requested IP, no selector", mkSvc("example/a", 0, key("k"), etpLocal(map[string]string{"app": "x"})),
+			mkSvc("example/b", 1, key("k"), ports(80), etpLocal(nil), annotate(tables.AnnotationIPs, "20.0.10.0")),
+			"|already_allocated_incompatible_service|The requested IP '20.0.10.0' is shared with service 'example/a', which is incompatible: externalTrafficPolicy Local needs a pod selector, and service 'example/b' has none"},
+		{"Local, requested IP, permit not a boolean", mkSvc("example/a", 0, key("k"), permit("true"), etpLocal(map[string]string{"app": "x"})),
+			mkSvc("example/b", 1, key("k"), ports(80), permit("yes please"), etpLocal(map[string]string{"app": "y"}), annotate(tables.AnnotationIPs, "20.0.10.0")),
+			"|already_allocated_incompatible_service|The requested IP '20.0.10.0' is shared with service 'example/a', which is incompatible: " +
+				"externalTrafficPolicy Local needs the same pod selector as service 'example/a', or lbipam.cilium.io/sharing-permit-different-pods: \"true\" on both (service 'example/b' has \"yes please\", not a boolean)"},
 		{"requested IP joins the key's set", mkSvc("example/a", 0, key("k")), mkSvc("example/b", 1, key("k"), ports(80), annotate(tables.AnnotationIPs, "20.0.10.0")),
 			"20.0.10.0|satisfied|"},
 		{"requested IP, incompatible", mkSvc("example/a", 0, key("k")), mkSvc("example/b", 1, key("k"), annotate(tables.AnnotationIPs, "20.0.10.0")),

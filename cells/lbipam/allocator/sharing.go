@@ -14,8 +14,10 @@ import (
 //   - both carry the same, non-empty sharing key;
 //   - across namespaces, each lists the other's namespace (or "*") in
 //     lbipam.cilium.io/sharing-cross-namespace;
-//   - the same externalTrafficPolicy, and with Local identical pod selectors
-//     (traffic for the IP must reach the same pods whichever port it uses);
+//   - the same externalTrafficPolicy, and with Local a pod selector on both
+//     (without one, the Pods are not known) and the same one (traffic for
+//     the IP must reach the same pods whichever port it uses), unless both
+//     permit different Pods (lbipam.cilium.io/sharing-permit-different-pods);
 //   - no (port, protocol) pair in common.
 func canShare(a, b *tables.Service) (bool, string) {
 	ka, kb := a.Annotations.SharingKey, b.Annotations.SharingKey
@@ -36,8 +38,10 @@ func canShare(a, b *tables.Service) (bool, string) {
 	if etp(a) != etp(b) {
 		return false, fmt.Sprintf("externalTrafficPolicy %s differs from %s of service '%s'", etp(a), etp(b), b.Key())
 	}
-	if etp(a) == string(corev1.ServiceExternalTrafficPolicyLocal) && a.PodSelector != b.PodSelector {
-		return false, fmt.Sprintf("externalTrafficPolicy Local needs the same pod selector as service '%s'", b.Key())
+	if etp(a) == string(corev1.ServiceExternalTrafficPolicyLocal) {
+		if ok, why := sameLocalPods(a, b); !ok {
+			return false, why
+		}
 	}
 	for _, p := range a.Ports {
 		if slices.Contains(b.Ports, p) {
@@ -65,4 +69,26 @@ func etp(s *tables.Service) string {
 		return string(corev1.ServiceExternalTrafficPolicyCluster)
 	}
 	return s.ExternalTrafficPolicy
+}
+
+// sameLocalPods: two Services with externalTrafficPolicy Local may share
+// only if both select their Pods by a selector (LB IPAM cannot tell which
+// Pods an Endpoints-backed Service has) and the same Pods, or both permit
+// different ones.
+func sameLocalPods(a, b *tables.Service) (bool, string) {
+	switch {
+	case a.PodSelector == "" || b.PodSelector == "":
+		return false, fmt.Sprintf("externalTrafficPolicy Local needs a pod selector, and service '%s' has none", pick(a.PodSelector == "", a, b).Key())
+	case a.PodSelector == b.PodSelector:
+		return true, ""
+	case a.Annotations.SharingPermitDifferentPods && b.Annotations.SharingPermitDifferentPods:
+		return true, ""
+	}
+	why := fmt.Sprintf("externalTrafficPolicy Local needs the same pod selector as service '%s', or %s: \"true\" on both", b.Key(), tables.AnnotationSharingPermitDifferentPods)
+	for _, s := range []*tables.Service{a, b} {
+		if v := s.Annotations.SharingPermitInvalid; v != "" {
+			why += fmt.Sprintf(" (service '%s' has %q, not a boolean)", s.Key(), v)
+		}
+	}
+	return false, why
 }
