@@ -297,6 +297,31 @@ spec:
 		}, "ports:\n- port: 2345"))
 		waitServiceIn(t, other, "service-red", metav1.ConditionTrue, tables.ReasonSatisfied, "", "20.0.10.1")
 	})
+
+	// externalTrafficPolicy Local: the same Pods, or every Service of the
+	// key permits different ones; never without a selector.
+	t.Run("Local with different selectors", func(t *testing.T) {
+		s := newScenario(t)
+		s.apply(pool)
+		local := func(app string) string {
+			spec := "externalTrafficPolicy: Local"
+			if app != "" {
+				spec += "\nselector:\n  app: " + app
+			}
+			return spec
+		}
+		permit := map[string]string{"lbipam.cilium.io/sharing-key": "k", "lbipam.cilium.io/sharing-permit-different-pods": "true"}
+		s.apply(serviceYAML("web", nil, permit, local("web"), "ports:\n- port: 80"))
+		s.waitSatisfied("web", "20.0.10.0")
+		s.apply(serviceYAML("dns", nil, permit, local("dns"), "ports:\n- port: 53"))
+		s.waitSatisfied("dns", "20.0.10.0")
+		// Without the opt-in on this one: another address.
+		s.apply(serviceYAML("mail", nil, map[string]string{"lbipam.cilium.io/sharing-key": "k"}, local("mail"), "ports:\n- port: 25"))
+		s.waitSatisfied("mail", "20.0.10.1")
+		// Without a selector: an address of its own, even with the opt-in.
+		s.apply(serviceYAML("manual", nil, permit, local(""), "ports:\n- port: 8080"))
+		s.waitSatisfied("manual", "20.0.10.2")
+	})
 }
 
 // Spec, "IPv4 / IPv6 families + policy", with --enable-ipv6 and a
