@@ -33,6 +33,10 @@ const (
 	// that never had it.
 	ConditionPoolBadServiceSelector = ConditionBadServiceSelector // io.cilium/bad-service-selector
 	ConditionPoolBadBlocks          = "io.cilium/bad-blocks"
+	// ConditionPoolBadAnnotations: Herald's pool choice annotations
+	// (lbipam.herald.io/auto-assign, lbipam.herald.io/priority) do not
+	// parse.
+	ConditionPoolBadAnnotations = "lbipam.herald.io/bad-annotations"
 
 	ReasonCIDROverlap = "cidr_overlap"
 	ReasonResolved    = "resolved"

@@ -63,6 +63,8 @@ type LBPool struct {
 
 	AllowFirstLastIPs bool `json:"allowFirstLastIPs"`
 	Disabled          bool `json:"disabled"`
+	// Choice: reserved, priority (lbpoolchoice.go).
+	Choice PoolChoice `json:"choice"`
 
 	ServiceSelector *metav1.LabelSelector `json:"serviceSelector,omitempty"`
 	// SelectorError is set when the selector is invalid (a key or value
@@ -98,7 +100,7 @@ func (p *LBPool) SameSpec(o *LBPool) bool {
 	return p.Name == o.Name && p.UID == o.UID &&
 		p.CreationTimestamp.Equal(o.CreationTimestamp) &&
 		slices.Equal(p.Blocks, o.Blocks) && slices.Equal(p.BlockErrors, o.BlockErrors) &&
-		p.AllowFirstLastIPs == o.AllowFirstLastIPs && p.Disabled == o.Disabled &&
+		p.AllowFirstLastIPs == o.AllowFirstLastIPs && p.Disabled == o.Disabled && p.Choice == o.Choice &&
 		p.SelectorError == o.SelectorError &&
 		equality.Semantic.DeepEqual(p.ServiceSelector, o.ServiceSelector)
 }
@@ -163,6 +165,7 @@ func LBPoolFromK8s(p *v2alpha1.CiliumLoadBalancerIPPool) *LBPool {
 		ResourceVersion:   p.ResourceVersion,
 		AllowFirstLastIPs: p.Spec.AllowFirstLastIPs != v2alpha1.AllowFirstLastIPNo,
 		Disabled:          p.Spec.Disabled,
+		Choice:            ParsePoolChoice(p.Annotations),
 		Conditions:        slices.Clone(p.Status.Conditions),
 	}
 	if p.Spec.ServiceSelector != nil {

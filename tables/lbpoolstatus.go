@@ -30,6 +30,9 @@ type LBPoolStatus struct {
 	// io.cilium/bad-blocks conditions.
 	SelectorError string   `json:"selectorError,omitempty"`
 	BlockErrors   []string `json:"blockErrors,omitempty"`
+	// ChoiceError: the pool choice annotations that do not parse
+	// (PoolChoice), for the lbipam.herald.io/bad-annotations condition.
+	ChoiceError string `json:"choiceError,omitempty"`
 
 	// Term is the LB IPAM leader's term this was computed in.
 	Term uint64 `json:"term"`
@@ -42,7 +45,7 @@ func (p *LBPoolStatus) SameStatus(b *LBPoolStatus) bool {
 	return p.Name == b.Name && p.ObservedGeneration == b.ObservedGeneration &&
 		p.Conflicting == b.Conflicting && p.ConflictMessage == b.ConflictMessage &&
 		p.Total == b.Total && p.Available == b.Available && p.Used == b.Used &&
-		p.SelectorError == b.SelectorError && slices.Equal(p.BlockErrors, b.BlockErrors)
+		p.SelectorError == b.SelectorError && slices.Equal(p.BlockErrors, b.BlockErrors) && p.ChoiceError == b.ChoiceError
 }
 
 func (p *LBPoolStatus) Clone() *LBPoolStatus {

@@ -28,6 +28,9 @@ type Engine struct {
 
 	pools     map[string]*poolState
 	poolOrder []*poolState // oldest first; ties broken by name
+	// choiceOrder is the order new addresses are looked for in: by the
+	// pools' priority, then as poolOrder (choice.go).
+	choiceOrder []*poolState
 
 	svcs  map[string]*svcState
 	ips   map[netip.Addr]*ipUse
@@ -137,6 +140,7 @@ func (e *Engine) reorderPools() {
 	e.poolOrder = poolorder.Sorted(e.poolOrder, e.pools, func(p *poolState) (time.Time, string) {
 		return p.row.CreationTimestamp, p.row.Name
 	})
+	e.choiceOrder = byPriority(e.choiceOrder, e.poolOrder)
 }
 
 func (e *Engine) poolsChanged() {

@@ -267,7 +267,7 @@ func (e *Engine) whyNoPool(a netip.Addr, row *tables.Service) string {
 
 // fillFamilies gives the Service one address of every wanted family it
 // lacks: a shared one under its sharing key if one fits, else the lowest
-// free address of the oldest usable pool that selects it.
+// free address of the first usable pool that selects it (choice.go).
 func (e *Engine) fillFamilies(s *svcState, want []family) (reason, message string) {
 	for _, f := range want {
 		if slices.ContainsFunc(s.held, func(h tables.AllocatedIP) bool { return familyOf(h.Addr) == f }) {
@@ -322,12 +322,16 @@ func (e *Engine) joinShared(s *svcState, f family) bool {
 }
 
 func (e *Engine) allocateNew(s *svcState, f family) (reason, message string) {
-	var selecting, usable, withFamily []string
-	for _, p := range e.poolOrder {
+	var selecting, reserved, usable, withFamily []string
+	for _, p := range e.choiceOrder {
 		if !offers(p, s.row) {
 			continue
 		}
 		selecting = append(selecting, p.row.Name)
+		if !autoAssigns(p, s.row) {
+			reserved = append(reserved, p.row.Name)
+			continue
+		}
 		if !p.usable() {
 			continue
 		}
@@ -348,6 +352,8 @@ func (e *Engine) allocateNew(s *svcState, f family) (reason, message string) {
 		}
 	}
 	switch {
+	case len(usable) == 0 && len(reserved) > 0:
+		return tables.ReasonNoPool, reservedMessage(reserved)
 	case len(usable) == 0:
 		return tables.ReasonNoPool, tables.MessageNoPool
 	case len(withFamily) == 0:

@@ -107,8 +107,8 @@ func (e *Engine) Explain(key string) []string {
 		add("Decision: none yet; LB IPAM sleeps until the first CiliumLoadBalancerIPPool exists.")
 	}
 
-	for _, p := range e.poolOrder {
-		add("Pool %s: %s", p.row.Name, e.poolVerdict(p, svc, want))
+	for _, p := range e.choiceOrder {
+		add("Pool %s%s: %s", p.row.Name, priorityNote(p), e.poolVerdict(p, svc, want))
 	}
 
 	if k := svc.Annotations.SharingKey; k != "" {
@@ -148,6 +148,8 @@ func (e *Engine) poolVerdict(p *poolState, svc *tables.Service, want []family) s
 			metav1.FormatLabelSelector(p.row.ServiceSelector), labelList(svc.SelectorLabels()))
 	}
 	switch {
+	case !autoAssigns(p, svc):
+		return fmt.Sprintf("selects the Service but is reserved (annotation %s: \"false\"): it gives only addresses the Service requests, or names it for.", tables.AnnotationPoolAutoAssign)
 	case p.row.Disabled:
 		return "selects the Service but is disabled: it keeps what it gave, and gives nothing new."
 	case p.conflict != "":
@@ -224,4 +226,13 @@ func orDash(s string) string {
 		return "unset"
 	}
 	return s
+}
+
+// priorityNote shows a pool's priority where it has one: the pools are
+// listed in the order new addresses are looked for.
+func priorityNote(p *poolState) string {
+	if p.row.Choice.Priority == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (priority %d)", p.row.Choice.Priority)
 }

@@ -25,5 +25,6 @@ func (p *poolState) computeStatus() *tables.LBPoolStatus {
 		Used:               new(big.Int).SetUint64(used).String(),
 		SelectorError:      p.row.SelectorError,
 		BlockErrors:        p.row.BlockErrors,
+		ChoiceError:        p.row.Choice.Error,
 	}
 }

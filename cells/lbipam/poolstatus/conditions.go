@@ -58,13 +58,15 @@ func mistakes(st *tables.LBPoolStatus, current []metav1.Condition) []metav1.Cond
 	for _, m := range []struct{ typ, err string }{
 		{tables.ConditionPoolBadServiceSelector, st.SelectorError},
 		{tables.ConditionPoolBadBlocks, strings.Join(st.BlockErrors, "; ")},
+		{tables.ConditionPoolBadAnnotations, st.ChoiceError},
 	} {
 		switch {
 		case m.err != "":
 			msg := m.err
-			if m.typ == tables.ConditionPoolBadServiceSelector {
+			switch m.typ {
+			case tables.ConditionPoolBadServiceSelector:
 				msg += "; the pool selects no Service until this is fixed"
-			} else {
+			case tables.ConditionPoolBadBlocks:
 				msg += "; these blocks are ignored"
 			}
 			out = append(out, metav1.Condition{Type: m.typ, Status: metav1.ConditionTrue, Reason: tables.ReasonError, Message: msg})
@@ -87,7 +89,7 @@ func hasCondition(cs []metav1.Condition, typ string) bool {
 func isOurs(typ string) bool {
 	switch typ {
 	case tables.ConditionPoolConflict, tables.ConditionIPsTotal, tables.ConditionIPsAvailable, tables.ConditionIPsUsed,
-		tables.ConditionPoolBadServiceSelector, tables.ConditionPoolBadBlocks:
+		tables.ConditionPoolBadServiceSelector, tables.ConditionPoolBadBlocks, tables.ConditionPoolBadAnnotations:
 		return true
 	}
 	return false

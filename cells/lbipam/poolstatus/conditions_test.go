@@ -30,8 +30,12 @@ func TestMistakeConditions(t *testing.T) {
 	bad := base
 	bad.SelectorError = `spec.serviceSelector.matchLabels: Invalid value: "bad key!": name part must ...`
 	bad.BlockErrors = []string{`spec.blocks[1]: start "10.0.0.9" is after stop "10.0.0.1"`}
+	bad.ChoiceError = `annotation lbipam.herald.io/priority: "high" is not a priority (1 first, 2 next, ...); the pool has none until it is fixed`
 	got = desiredConditions(&bad, nil, now)
 	sel, blk := find(got, tables.ConditionPoolBadServiceSelector), find(got, tables.ConditionPoolBadBlocks)
+	if ann := find(got, tables.ConditionPoolBadAnnotations); ann == nil || ann.Status != metav1.ConditionTrue || ann.Message != bad.ChoiceError {
+		t.Fatalf("bad annotations condition: %+v", ann)
+	}
 	if sel == nil || sel.Status != metav1.ConditionTrue || sel.Reason != tables.ReasonError ||
 		sel.Message != bad.SelectorError+"; the pool selects no Service until this is fixed" {
 		t.Fatalf("bad selector condition: %+v", sel)
@@ -43,7 +47,7 @@ func TestMistakeConditions(t *testing.T) {
 	// Fixed: the conditions go False (resolved), as the spec's policy
 	// conditions do.
 	got = desiredConditions(&base, got, now)
-	for _, typ := range []string{tables.ConditionPoolBadServiceSelector, tables.ConditionPoolBadBlocks} {
+	for _, typ := range []string{tables.ConditionPoolBadServiceSelector, tables.ConditionPoolBadBlocks, tables.ConditionPoolBadAnnotations} {
 		c := find(got, typ)
 		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tables.ReasonResolved || c.Message != "" {
 			t.Fatalf("%s after the fix: %+v", typ, c)

@@ -26,6 +26,8 @@ const (
 	EventExhausted       = "PoolExhausted"
 	EventInvalidSelector = "InvalidServiceSelector"
 	EventInvalidBlocks   = "InvalidBlocks"
+	// EventInvalidAnnotations: the pool choice annotations do not parse.
+	EventInvalidAnnotations = "InvalidAnnotations"
 )
 
 type statusWriter struct {
@@ -80,6 +82,7 @@ func (w *statusWriter) recordEvents(st *tables.LBPoolStatus, pool *tables.LBPool
 	for _, m := range []struct{ typ, reason, what, err string }{
 		{tables.ConditionPoolBadServiceSelector, EventInvalidSelector, "serviceSelector is invalid, the pool selects no Service", st.SelectorError},
 		{tables.ConditionPoolBadBlocks, EventInvalidBlocks, "blocks are invalid and ignored", strings.Join(st.BlockErrors, "; ")},
+		{tables.ConditionPoolBadAnnotations, EventInvalidAnnotations, "annotations are invalid", st.ChoiceError},
 	} {
 		if m.err == "" {
 			continue
