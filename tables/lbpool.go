@@ -116,7 +116,7 @@ func (p *LBPool) Condition(typ string) (metav1.Condition, bool) {
 }
 
 func (p *LBPool) TableHeader() []string {
-	return []string{"Name", "Disabled", "AllowFirstLast", "Selector", "Blocks", "Error"}
+	return []string{"Name", "Disabled", "AllowFirstLast", "Choice", "Selector", "Blocks", "Error"}
 }
 
 func (p *LBPool) TableRow() []string {
@@ -128,13 +128,13 @@ func (p *LBPool) TableRow() []string {
 			blocks = append(blocks, b.From.String()+"-"+b.To.String())
 		}
 	}
-	errs := append(slices.Clone(p.BlockErrors), p.SelectorError)
+	errs := append(slices.Clone(p.BlockErrors), p.SelectorError, p.Choice.Error)
 	sel := "<all>"
 	if p.ServiceSelector != nil {
 		sel = metav1.FormatLabelSelector(p.ServiceSelector)
 	}
 	return []string{
-		p.Name, fmt.Sprint(p.Disabled), fmt.Sprint(p.AllowFirstLastIPs), sel,
+		p.Name, fmt.Sprint(p.Disabled), fmt.Sprint(p.AllowFirstLastIPs), p.Choice.String(), sel,
 		strings.Join(blocks, ","), dash(strings.Trim(strings.Join(errs, "; "), "; ")),
 	}
 }

@@ -71,3 +71,16 @@ func (c PoolChoice) Before(o PoolChoice) bool {
 	}
 	return c.Priority < o.Priority
 }
+
+// String is the choice as herald-dbg shows it: "priority 1, reserved",
+// "-" for the default.
+func (c PoolChoice) String() string {
+	var parts []string
+	if c.Priority > 0 {
+		parts = append(parts, fmt.Sprintf("priority %d", c.Priority))
+	}
+	if c.Reserved {
+		parts = append(parts, "reserved")
+	}
+	return dash(strings.Join(parts, ", "))
+}
