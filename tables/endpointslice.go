@@ -2,6 +2,7 @@ package tables
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cilium/statedb"
@@ -9,13 +10,13 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
-// EndpointSlicesTableName is the table of EndpointSlices: with L2
-// announcements on, which nodes run a ready endpoint of which Service
-// (a Service with externalTrafficPolicy: Local is announced only from
-// them).
+// EndpointSlicesTableName is the table of EndpointSlices: which nodes run
+// a ready endpoint of which Service (a Service with externalTrafficPolicy:
+// Local is announced and advertised only from them), and whether a Service
+// has a ready endpoint at all (one with none is withdrawn).
 const EndpointSlicesTableName = "endpoint-slices"
 
-// EndpointSlice is what L2 announcements need of an EndpointSlice.
+// EndpointSlice is what L2 announcements and BGP need of an EndpointSlice.
 type EndpointSlice struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
@@ -25,8 +26,13 @@ type EndpointSlice struct {
 	// ReadyNodes are the nodes with at least one ready endpoint in the
 	// slice, sorted. An endpoint whose readiness is unknown counts as ready
 	// (the API's rule); one without a node name counts for no node.
-	ReadyNodes      []string `json:"readyNodes,omitempty"`
-	ResourceVersion string   `json:"resourceVersion"`
+	ReadyNodes []string `json:"readyNodes,omitempty"`
+	// Ready counts the ready endpoints, on a node or not. Terminating
+	// endpoints are not ready (the API sets ready false for them, even
+	// while they still serve, unless the Service publishes not-ready
+	// addresses), so they do not count.
+	Ready           int    `json:"ready"`
+	ResourceVersion string `json:"resourceVersion"`
 }
 
 // Key is "namespace/name".
@@ -41,11 +47,11 @@ func (e *EndpointSlice) ServiceKey() string {
 }
 
 func (e *EndpointSlice) TableHeader() []string {
-	return []string{"EndpointSlice", "Service", "ReadyNodes"}
+	return []string{"EndpointSlice", "Service", "Ready", "ReadyNodes"}
 }
 
 func (e *EndpointSlice) TableRow() []string {
-	return []string{e.Key(), dash(e.ServiceKey()), dash(strings.Join(e.ReadyNodes, ","))}
+	return []string{e.Key(), dash(e.ServiceKey()), strconv.Itoa(e.Ready), dash(strings.Join(e.ReadyNodes, ","))}
 }
 
 // EndpointSliceKeyIndex is the primary index: "namespace/name".
@@ -79,7 +85,11 @@ func EndpointSliceFromK8s(s *discoveryv1.EndpointSlice) *EndpointSlice {
 		ResourceVersion: s.ResourceVersion,
 	}
 	for _, ep := range s.Endpoints {
-		if ep.NodeName == nil || *ep.NodeName == "" || (ep.Conditions.Ready != nil && !*ep.Conditions.Ready) {
+		if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+			continue
+		}
+		row.Ready++
+		if ep.NodeName == nil || *ep.NodeName == "" {
 			continue
 		}
 		if !slices.Contains(row.ReadyNodes, *ep.NodeName) {
@@ -88,4 +98,15 @@ func EndpointSliceFromK8s(s *discoveryv1.EndpointSlice) *EndpointSlice {
 	}
 	slices.Sort(row.ReadyNodes)
 	return row
+}
+
+// HasReadyEndpoint reports whether any of a Service's slices has a ready
+// endpoint.
+func HasReadyEndpoint(txn statedb.ReadTxn, t statedb.Table[*EndpointSlice], serviceKey string) bool {
+	for s := range t.List(txn, EndpointSliceServiceIndex.Query(serviceKey)) {
+		if s.Ready > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -31,6 +31,16 @@ func TestEndpointSliceFromK8s(t *testing.T) {
 	if want := []string{"node1", "node2"}; !slices.Equal(row.ReadyNodes, want) {
 		t.Fatalf("ReadyNodes = %v, want %v", row.ReadyNodes, want)
 	}
+	// node2 twice, node1, the one on no node and the one on an empty name.
+	if row.Ready != 5 {
+		t.Fatalf("Ready = %d, want 5", row.Ready)
+	}
+	// A terminating endpoint that still serves is not ready.
+	s.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"198.18.1.2"}, NodeName: ptr.To("node1"),
+		Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true), Terminating: ptr.To(true)}}}
+	if row := EndpointSliceFromK8s(s); row.Ready != 0 || row.ReadyNodes != nil {
+		t.Fatalf("terminating, serving: Ready %d, ReadyNodes %v; want none", row.Ready, row.ReadyNodes)
+	}
 	s.Labels = nil
 	if row := EndpointSliceFromK8s(s); row.ServiceKey() != "" {
 		t.Fatalf("a slice of no Service: ServiceKey %q", row.ServiceKey())

@@ -26,6 +26,13 @@ type Config struct {
 	// default) leaves pod addresses to another IPAM. Agent-wide because
 	// BGP (pod CIDRs to advertise) and L2 pod announcements depend on it.
 	IPAM string // ipam
+
+	// EnableNoServiceEndpointsRoutable keeps announcing (L2) and
+	// advertising (BGP) a Service that has no ready endpoint anywhere, as
+	// Herald did before it withdrew such Services. Cilium's name; Herald's
+	// default is false (withdraw), Cilium's true. Agent-wide because L2
+	// and BGP both honour it.
+	EnableNoServiceEndpointsRoutable bool // enable-no-service-endpoints-routable
 }
 
 // Pod IPAM modes (the ipam key).
@@ -58,6 +65,8 @@ func (def Config) Flags(flags *pflag.FlagSet) {
 	flags.String("k8s-namespace", def.K8sNamespace, "Namespace the agent's Leases live in (the namespace Herald is deployed to)")
 	flags.Bool("enable-ipv4", def.EnableIPv4, "Hand out IPv4 LoadBalancer addresses")
 	flags.Bool("enable-ipv6", def.EnableIPv6, "Hand out IPv6 LoadBalancer addresses")
+	flags.Bool("enable-no-service-endpoints-routable", def.EnableNoServiceEndpointsRoutable,
+		"Keep announcing (L2) and advertising (BGP) a Service with no ready endpoint; false withdraws it until an endpoint is ready")
 	flags.String("ipam", def.IPAM, `Pod IPAM mode: "multi-pool" (pod CIDRs from CiliumPodIPPools, addresses through the herald-ipam CNI plugin) or "none"`)
 }
 

@@ -2,8 +2,10 @@
 // group of Services that must be answered for by one node (they share an
 // IP), the nodes the L2 announcement policies allow to answer for it, and
 // what this node would program if it owned it. Pure derivation (derive);
-// the L2 elector picks the owners. Services with externalTrafficPolicy:
-// Local that no node may announce get a Warning Event.
+// the L2 elector picks the owners. A Service with no ready endpoint
+// anywhere has no candidate node (unless enable-no-service-endpoints-
+// routable); such Services, and those with externalTrafficPolicy: Local
+// that no node may announce, get a Warning Event.
 //
 // Reads: tables services, l2-policies, nodes, devices, endpoint-slices,
 // l2-members (the interfaces other nodes publish).

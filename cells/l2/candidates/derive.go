@@ -32,6 +32,11 @@ type inputs struct {
 	peerDevices map[string][]string
 	// readyNodes gives the nodes with a ready endpoint of a Service.
 	readyNodes func(serviceKey string) []string
+	// served reports whether a Service has a ready endpoint anywhere;
+	// keepUnserved (enable-no-service-endpoints-routable) announces the
+	// Services without one too.
+	served       func(serviceKey string) bool
+	keepUnserved bool
 }
 
 // derive computes the l2-candidates rows. Pure.
@@ -42,8 +47,10 @@ type inputs struct {
 // true), and the nodes it selects that have a device its interface patterns
 // match. With externalTrafficPolicy: Local only nodes that run a ready
 // endpoint of the Service qualify: kube-proxy drops its traffic on any
-// other node. Services that share an IP, directly or through each other,
-// form one group, named after the first.
+// other node. A Service with no ready endpoint at all has no node (unless
+// keepUnserved): nobody could serve what the answer attracts. Services that
+// share an IP, directly or through each other, form one group, named after
+// the first; the group's nodes are those of any of them.
 func derive(in inputs) []*tables.L2Candidate {
 	// Each policy's nodes once, not once per Service.
 	policyNodes := make([][]string, len(in.policies))
@@ -76,6 +83,10 @@ func (in inputs) perService(policyNodes [][]string) map[string]*wantedService {
 		if localOnly(svc) {
 			ready = in.readyNodes(svc.Key())
 		}
+		// Without a ready endpoint anywhere, the Service's IPs still join
+		// its group, but it brings no node. (Looked up once a policy
+		// wants the Service.)
+		served, looked := in.keepUnserved, in.keepUnserved
 		for i, p := range in.policies {
 			if !p.SelectsService(svc) {
 				continue
@@ -96,8 +107,11 @@ func (in inputs) perService(policyNodes [][]string) map[string]*wantedService {
 				wanted[svc.Key()] = ws
 			}
 			ws.ips = append(ws.ips, ips...)
+			if !looked {
+				served, looked = in.served(svc.Key()), true
+			}
 			for _, n := range policyNodes[i] {
-				if localOnly(svc) && !slices.Contains(ready, n) {
+				if !served || (localOnly(svc) && !slices.Contains(ready, n)) {
 					continue
 				}
 				ws.nodes[n] = true

@@ -175,7 +175,8 @@ func TestLocalEntries(t *testing.T) {
 						return []string{"self"}
 					}
 					return nil
-				}}))
+				},
+				served: func(string) bool { return true }}))
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(tt.want, "\n  "))
 			}
@@ -208,6 +209,8 @@ func TestCandidateNodes(t *testing.T) {
 		policies    []*tables.L2Policy
 		peerDevices map[string][]string
 		ready       map[string][]string
+		unserved    []string // Services with no ready endpoint anywhere
+		keep        bool     // enable-no-service-endpoints-routable
 		want        []string // "group: nodes"
 	}{
 		{
@@ -237,6 +240,40 @@ func TestCandidateNodes(t *testing.T) {
 			want:     []string{"cilium-l2announce-default-a: -"},
 		},
 		{
+			name:     "no ready endpoint anywhere (externalTrafficPolicy Cluster): a group nobody may announce",
+			services: []*tables.Service{svc("default/a", nil, "", []string{"198.18.0.200"}, nil)},
+			policies: []*tables.L2Policy{policy("p", lb(workers))},
+			unserved: []string{"default/a"},
+			want:     []string{"cilium-l2announce-default-a: -"},
+		},
+		{
+			name:     "no ready endpoint anywhere, enable-no-service-endpoints-routable: announced as before",
+			services: []*tables.Service{svc("default/a", nil, "", []string{"198.18.0.200"}, nil)},
+			policies: []*tables.L2Policy{policy("p", lb(workers))},
+			unserved: []string{"default/a"},
+			keep:     true,
+			want:     []string{"cilium-l2announce-default-a: w1,w2,w3"},
+		},
+		{
+			name: "a shared IP, one Service without a ready endpoint: the other's nodes",
+			services: []*tables.Service{
+				svc("default/a", nil, "", []string{"198.18.0.200"}, nil),
+				svc("default/b", map[string]string{"tier": "cp"}, "", []string{"198.18.0.200"}, nil),
+			},
+			policies: []*tables.L2Policy{
+				policy("cp", lb(func(s *v2alpha1.CiliumL2AnnouncementPolicySpec) {
+					s.ServiceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "cp"}}
+					s.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"role": "control-plane"}}
+				})),
+				policy("w", lb(func(s *v2alpha1.CiliumL2AnnouncementPolicySpec) {
+					workers(s)
+					s.ServiceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpDoesNotExist}}}
+				})),
+			},
+			unserved: []string{"default/a"},
+			want:     []string{"cilium-l2announce-default-a: cp"},
+		},
+		{
 			name: "a shared IP: the union of the Services' nodes",
 			services: []*tables.Service{
 				svc("default/a", map[string]string{"tier": "cp"}, "", []string{"198.18.0.200"}, nil),
@@ -257,7 +294,8 @@ func TestCandidateNodes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rows := derive(inputs{self: "nobody", services: tc.services, policies: tc.policies, nodes: nodes, peerDevices: tc.peerDevices,
-				readyNodes: func(s string) []string { return tc.ready[s] }})
+				readyNodes: func(s string) []string { return tc.ready[s] },
+				served:     func(s string) bool { return !slices.Contains(tc.unserved, s) }, keepUnserved: tc.keep})
 			var got []string
 			for _, c := range rows {
 				n := strings.Join(c.Nodes, ",")

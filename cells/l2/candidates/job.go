@@ -58,7 +58,7 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 	if err := tables.WaitInitialized(ctx, p.DB, p.Services, p.Policies, p.Nodes, p.Devices, p.Slices); err != nil {
 		return nil
 	}
-	reported := map[string]bool{} // stranded Services this node reported
+	reported := map[string]strandCause{} // stranded Services this node reported
 	initialized := false
 	tablesync.Loop(ctx, p.DB, func(txn statedb.ReadTxn, w *tablesync.Watches) {
 		svcs := tablesync.All(w, txn, p.Services)
@@ -81,7 +81,9 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 			}
 		}
 		in := inputs{self: p.Agent.Node(), services: statedb.Collect(svcs), policies: statedb.Collect(pols), nodes: statedb.Collect(nodes),
-			devices: statedb.Collect(devs), peerDevices: peerDevices, readyNodes: readyNodes}
+			devices: statedb.Collect(devs), peerDevices: peerDevices, readyNodes: readyNodes,
+			served:       func(svc string) bool { return tables.HasReadyEndpoint(txn, p.Slices, svc) },
+			keepUnserved: p.Agent.EnableNoServiceEndpointsRoutable}
 		rows := derive(in)
 
 		wtxn := p.DB.WriteTxn(p.Candidates)
@@ -91,7 +93,7 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 		}
 		changed := tablesync.Sync(wtxn, p.Candidates, rows, func(c *tables.L2Candidate) string { return c.Group }, same)
 		wtxn.Commit()
-		reportStranded(p, strandedServices(in.services, in.policies, in.nodes, readyNodes), in.services, reported)
+		reportStranded(p, strandedServices(in), in.services, reported)
 		health.OK(fmt.Sprintf("%d groups, %d rows changed", len(rows), changed))
 	})
 	return nil
@@ -105,14 +107,16 @@ func same(a, b *tables.L2Candidate) bool {
 }
 
 // EventNotAnnounced is the reason of the Warning Event recorded on a Service
-// with externalTrafficPolicy: Local when no node can announce it.
+// no node may announce: it has no ready endpoint, or (externalTrafficPolicy:
+// Local) none on a node the policies select.
 const EventNotAnnounced = "L2NotAnnounced"
 
-// reportStranded records an Event on each Service that became stranded and
-// that this node reports (the first node the policies select for it), and
-// forgets the ones that are no longer stranded, so that the Event comes
-// again if it strands again.
-func reportStranded(p params, now []stranded, services []*tables.Service, reported map[string]bool) {
+// reportStranded records an Event on each Service that became stranded (or
+// stranded for another cause) and that this node reports (the first node
+// the policies select for it), and forgets the ones that are no longer
+// stranded, so that the Event comes again if it strands again: one Event
+// per transition, not per derivation.
+func reportStranded(p params, now []stranded, services []*tables.Service, reported map[string]strandCause) {
 	node := p.Agent.Node()
 	still := map[string]bool{}
 	for _, st := range now {
@@ -120,10 +124,10 @@ func reportStranded(p params, now []stranded, services []*tables.Service, report
 			continue
 		}
 		still[st.service] = true
-		if reported[st.service] {
+		if reported[st.service] == st.cause {
 			continue
 		}
-		reported[st.service] = true
+		reported[st.service] = st.cause
 		var ips []string
 		for _, svc := range services {
 			if svc.Key() == st.service {
@@ -134,9 +138,18 @@ func reportStranded(p params, now []stranded, services []*tables.Service, report
 		}
 		ns, name, _ := strings.Cut(st.service, "/")
 		ref := &corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name}
-		msg := fmt.Sprintf("No node announces %s: externalTrafficPolicy is Local and none of the %d nodes the L2 announcement policies select for it runs a ready endpoint", strings.Join(ips, ", "), st.selected)
-		p.Events.Event(ref, corev1.EventTypeWarning, EventNotAnnounced, msg)
-		p.Log.Warn("Service not announced: no ready local endpoint on any selected node", "service", st.service, "selectedNodes", st.selected)
+		switch st.cause {
+		case noReadyEndpoint:
+			p.Events.Eventf(ref, corev1.EventTypeWarning, EventNotAnnounced,
+				"No node announces %s: the Service has no ready endpoint (enable-no-service-endpoints-routable is false); announced again once one is ready",
+				strings.Join(ips, ", "))
+			p.Log.Warn("Service not announced: no ready endpoint", "service", st.service)
+		case noLocalEndpoint:
+			p.Events.Eventf(ref, corev1.EventTypeWarning, EventNotAnnounced,
+				"No node announces %s: externalTrafficPolicy is Local and none of the %d nodes the L2 announcement policies select for it runs a ready endpoint",
+				strings.Join(ips, ", "), st.selected)
+			p.Log.Warn("Service not announced: no ready local endpoint on any selected node", "service", st.service, "selectedNodes", st.selected)
+		}
 	}
 	for svc := range reported {
 		if !still[svc] {

@@ -1,0 +1,59 @@
+package candidates
+
+import (
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/tools/record"
+
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
+	"github.com/heraldlb/herald/tables"
+)
+
+// TestReportStranded: one Event per transition, not per derivation, and
+// only from the reporter.
+func TestReportStranded(t *testing.T) {
+	events := record.NewFakeRecorder(10)
+	p := params{Agent: agentconfig.Config{NodeName: "node1"}, Log: slog.New(slog.DiscardHandler), Events: events}
+	services := []*tables.Service{svc("shop/web", nil, "", []string{"198.18.0.220"}, nil)}
+	reported := map[string]strandCause{}
+	round := func(sts ...stranded) []string {
+		reportStranded(p, sts, services, reported)
+		var got []string
+		for len(events.Events) > 0 {
+			got = append(got, <-events.Events)
+		}
+		return got
+	}
+	noEndpoint := stranded{service: "shop/web", cause: noReadyEndpoint, selected: 2, reporter: "node1"}
+	noLocal := stranded{service: "shop/web", cause: noLocalEndpoint, selected: 2, reporter: "node1"}
+	elsewhere := stranded{service: "shop/web", cause: noReadyEndpoint, selected: 2, reporter: "node0"}
+
+	steps := []struct {
+		name string
+		now  []stranded
+		want string // the Event's text, "" for none
+	}{
+		{"withdrawn", []stranded{noEndpoint}, "Warning L2NotAnnounced No node announces 198.18.0.220: the Service has no ready endpoint"},
+		{"still withdrawn: no second Event", []stranded{noEndpoint}, ""},
+		{"another cause", []stranded{noLocal}, "Warning L2NotAnnounced No node announces 198.18.0.220: externalTrafficPolicy is Local"},
+		{"served again", nil, ""},
+		{"withdrawn again", []stranded{noEndpoint}, "Warning L2NotAnnounced No node announces 198.18.0.220: the Service has no ready endpoint"},
+		{"another node reports", []stranded{elsewhere}, ""},
+	}
+	for _, s := range steps {
+		got := round(s.now...)
+		switch {
+		case s.want == "" && len(got) != 0:
+			t.Fatalf("%s: Events %q, want none", s.name, got)
+		case s.want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], s.want)):
+			t.Fatalf("%s: Events %q, want one starting %q", s.name, got, s.want)
+		}
+	}
+	if len(reported) != 0 {
+		t.Fatalf("still remembered: %v", slices.Collect(maps.Keys(reported)))
+	}
+}
