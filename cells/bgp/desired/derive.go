@@ -27,8 +27,13 @@ type inputs struct {
 	override       *tables.BGPNodeOverride    // this node's, nil for none
 	secrets        map[string]*tables.BGPSecret
 	services       []*tables.Service
-	// readyHere reports whether a Service has a ready endpoint on this node.
-	readyHere func(serviceKey string) bool
+	// readyHere reports whether a Service has a ready endpoint on this node;
+	// served whether it has one anywhere. keepUnserved
+	// (enable-no-service-endpoints-routable) advertises the Services
+	// without one too.
+	readyHere    func(serviceKey string) bool
+	served       func(serviceKey string) bool
+	keepUnserved bool
 	// podPools are the CiliumPodIPPools by name; ciliumNode this node's
 	// CiliumNode (nil without multi-pool IPAM).
 	podPools   []*tables.PodIPPool
@@ -44,12 +49,13 @@ type inputs struct {
 // one), its local address from the node's override, its TCP-MD5 password
 // from the auth Secret; a peer whose configuration cannot be completed is
 // listed with its error and not run. Each family of a peer sends the
-// routes of the CiliumBGPAdvertisements its selector picks.
-func derive(in inputs) ([]*tables.BGPInstance, []*tables.BGPRoute) {
+// routes of the CiliumBGPAdvertisements its selector picks. withheld are
+// the addresses, by Service, that would be advertised but for the
+// Service's having no ready endpoint anywhere.
+func derive(in inputs) (instances []*tables.BGPInstance, routes []*tables.BGPRoute, withheld map[string][]netip.Addr) {
 	if in.self == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	var instances []*tables.BGPInstance
 	applied := ""
 	for _, cc := range in.clusterConfigs {
 		if !cc.SelectsNode(in.self.Labels) {
@@ -72,7 +78,8 @@ func derive(in inputs) ([]*tables.BGPInstance, []*tables.BGPRoute) {
 		}
 	}
 
-	routes := map[string]*tables.BGPRoute{}
+	byKey := map[string]*tables.BGPRoute{}
+	withheld = map[string][]netip.Addr{}
 	for _, inst := range instances {
 		if inst.Error != "" {
 			continue
@@ -91,22 +98,26 @@ func derive(in inputs) ([]*tables.BGPInstance, []*tables.BGPRoute) {
 						continue
 					}
 					for _, entry := range adv.Advertisements {
-						for _, pr := range prefixesOf(in, entry, fam.IPv6()) {
-							add(routes, inst.Name, peer, pr.prefix, entry.Attributes, pr.reason+" (advertisement "+adv.Name+")")
+						for _, pr := range prefixesOf(in, entry, fam.IPv6(), withheld) {
+							add(byKey, inst.Name, peer, pr.prefix, entry.Attributes, pr.reason+" (advertisement "+adv.Name+")")
 						}
 					}
 				}
 			}
 		}
 	}
-	out := make([]*tables.BGPRoute, 0, len(routes))
-	for _, r := range routes {
+	routes = make([]*tables.BGPRoute, 0, len(byKey))
+	for _, r := range byKey {
 		slices.Sort(r.Reasons)
 		r.Reasons = slices.Compact(r.Reasons)
-		out = append(out, r)
+		routes = append(routes, r)
 	}
-	slices.SortFunc(out, func(a, b *tables.BGPRoute) int { return cmp.Compare(a.Key(), b.Key()) })
-	return instances, out
+	slices.SortFunc(routes, func(a, b *tables.BGPRoute) int { return cmp.Compare(a.Key(), b.Key()) })
+	for k, addrs := range withheld {
+		slices.SortFunc(addrs, netip.Addr.Compare)
+		withheld[k] = slices.Compact(addrs)
+	}
+	return instances, routes, withheld
 }
 
 func add(routes map[string]*tables.BGPRoute, inst string, peer tables.BGPPeer, p netip.Prefix, attrs tables.BGPAttributes, reason string) {
@@ -208,8 +219,9 @@ type prefixReason struct {
 	reason string
 }
 
-// prefixesOf lists what one advertisement entry sends in one family.
-func prefixesOf(in inputs, entry tables.BGPAdvert, ipv6 bool) []prefixReason {
+// prefixesOf lists what one advertisement entry sends in one family; the
+// addresses of Services without a ready endpoint go to withheld instead.
+func prefixesOf(in inputs, entry tables.BGPAdvert, ipv6 bool, withheld map[string][]netip.Addr) []prefixReason {
 	var out []prefixReason
 	fits := func(p netip.Prefix) bool { return p.IsValid() && p.Addr().Is6() == ipv6 }
 	switch entry.Type {
@@ -238,9 +250,17 @@ func prefixesOf(in inputs, entry tables.BGPAdvert, ipv6 bool) []prefixReason {
 			if !entry.Selects(svc.SelectorLabels()) {
 				continue
 			}
+			served := in.keepUnserved || in.served(svc.Key())
 			for _, kind := range entry.Addresses {
-				for _, ip := range serviceAddresses(in, svc, kind) {
-					if p := netip.PrefixFrom(ip, ip.BitLen()); fits(p) {
+				// Unserved, a Local Service counts as if an endpoint ran
+				// here: it is withheld for having none anywhere.
+				for _, ip := range serviceAddresses(in, svc, kind, !served) {
+					p := netip.PrefixFrom(ip, ip.BitLen())
+					switch {
+					case !fits(p):
+					case !served:
+						withheld[svc.Key()] = append(withheld[svc.Key()], ip)
+					default:
 						out = append(out, prefixReason{p, "Service " + svc.Key() + " " + string(kind)})
 					}
 				}
@@ -254,9 +274,12 @@ func prefixesOf(in inputs, entry tables.BGPAdvert, ipv6 bool) []prefixReason {
 // advertises. LoadBalancer IPs only of Services of no class or of
 // io.cilium/bgp-control-plane; with a Local traffic policy (external for
 // LoadBalancer and external IPs, internal for ClusterIPs) only when a ready
-// endpoint runs here: kube-proxy drops that traffic on any other node.
-func serviceAddresses(in inputs, svc *tables.Service, kind v2alpha1.BGPServiceAddressType) []netip.Addr {
-	local := func(policy string) bool { return policy == string(corev1.ServiceExternalTrafficPolicyLocal) }
+// endpoint runs here, kube-proxy dropping that traffic on any other node
+// (anyNode: as if one did).
+func serviceAddresses(in inputs, svc *tables.Service, kind v2alpha1.BGPServiceAddressType, anyNode bool) []netip.Addr {
+	local := func(policy string) bool {
+		return !anyNode && policy == string(corev1.ServiceExternalTrafficPolicyLocal)
+	}
 	switch kind {
 	case v2alpha1.BGPLoadBalancerIPAddr:
 		if svc.Type != corev1.ServiceTypeLoadBalancer || (svc.LoadBalancerClass != "" && svc.LoadBalancerClass != ClassBGP) {

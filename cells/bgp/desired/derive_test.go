@@ -76,6 +76,7 @@ func TestDerive(t *testing.T) {
 			adverts:        []*tables.BGPAdvertisement{advert("lb", lbAdvert)},
 			secrets:        map[string]*tables.BGPSecret{},
 			readyHere:      func(string) bool { return false },
+			served:         func(string) bool { return true },
 		}
 	}
 	lp := int64(200)
@@ -84,7 +85,34 @@ func TestDerive(t *testing.T) {
 		edit       func(*inputs)
 		wantRoutes []string
 		wantErrors []string // instance or peer errors, by substring
+		// wantWithheld: "service: addresses" not advertised for want of a
+		// ready endpoint anywhere.
+		wantWithheld []string
 	}{
+		{
+			name: "no ready endpoint anywhere: withheld, Cluster and Local alike",
+			edit: func(in *inputs) {
+				in.services = []*tables.Service{
+					lbService("default/served", "", "Cluster", "198.18.200.1"),
+					lbService("default/cluster", "", "Cluster", "198.18.200.2", "fd00:18:200::2"),
+					lbService("default/local", "", "Local", "198.18.200.3"),
+					lbService("default/other-class", "io.cilium/l2-announcer", "Cluster", "198.18.200.4"),
+				}
+				in.readyHere = func(k string) bool { return k == "default/served" }
+				in.served = func(k string) bool { return k == "default/served" }
+			},
+			wantRoutes:   []string{"main tor 198.18.200.1/32  | Service default/served LoadBalancerIP (advertisement lb)"},
+			wantWithheld: []string{"default/cluster: 198.18.200.2 fd00:18:200::2", "default/local: 198.18.200.3"},
+		},
+		{
+			name: "no ready endpoint anywhere, enable-no-service-endpoints-routable: advertised as before",
+			edit: func(in *inputs) {
+				in.services = []*tables.Service{lbService("default/cluster", "", "Cluster", "198.18.200.2"), lbService("default/local", "", "Local", "198.18.200.3")}
+				in.served = func(string) bool { return false }
+				in.keepUnserved = true
+			},
+			wantRoutes: []string{"main tor 198.18.200.2/32  | Service default/cluster LoadBalancerIP (advertisement lb)"},
+		},
 		{
 			name: "LoadBalancer IPs of no class and of the BGP class, not of others",
 			edit: func(in *inputs) {
@@ -205,9 +233,21 @@ func TestDerive(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := base()
 			tt.edit(&in)
-			instances, routes := derive(in)
+			instances, routes, withheld := derive(in)
 			if got := routeLines(routes); !slices.Equal(got, tt.wantRoutes) {
 				t.Errorf("routes:\n got %q\nwant %q", got, tt.wantRoutes)
+			}
+			var gotWithheld []string
+			for k, addrs := range withheld {
+				line := k + ":"
+				for _, a := range addrs {
+					line += " " + a.String()
+				}
+				gotWithheld = append(gotWithheld, line)
+			}
+			slices.Sort(gotWithheld)
+			if !slices.Equal(gotWithheld, tt.wantWithheld) {
+				t.Errorf("withheld:\n got %q\nwant %q", gotWithheld, tt.wantWithheld)
 			}
 			var errs []string
 			for _, i := range instances {
@@ -245,8 +285,9 @@ func TestDerivePeerSettings(t *testing.T) {
 			LocalAddress: map[string]netip.Addr{"tor": netip.MustParseAddr("198.18.0.11")},
 		}}},
 		readyHere: func(string) bool { return false },
+		served:    func(string) bool { return true },
 	}
-	instances, _ := derive(in)
+	instances, _, _ := derive(in)
 	if len(instances) != 1 {
 		t.Fatalf("instances %v", instances)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/hive/job"
 	"github.com/cilium/statedb"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
@@ -37,6 +38,7 @@ type params struct {
 	CiliumNodes    statedb.Table[*tables.CiliumNode]
 	Instances      statedb.RWTable[*tables.BGPInstance]
 	Routes         statedb.RWTable[*tables.BGPRoute]
+	Events         record.EventRecorder
 }
 
 func registerDerivation(p params) {
@@ -68,6 +70,7 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 	}
 	self := p.Agent.Node()
 	initialized := false
+	reporter := &withheldReporter{events: p.Events, log: p.Log, reported: map[string]string{}}
 	tablesync.Loop(ctx, p.DB, func(txn statedb.ReadTxn, w *tablesync.Watches) {
 		node, _ := tablesync.Get(w, txn, p.Nodes, tables.NodeNameIndex.Query(self))
 		ccs := tablesync.All(w, txn, p.ClusterConfigs)
@@ -89,6 +92,8 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 				}
 				return false
 			},
+			served:       func(svc string) bool { return tables.HasReadyEndpoint(txn, p.Slices, svc) },
+			keepUnserved: p.Agent.EnableNoServiceEndpointsRoutable,
 		}
 		for pc := range pcs {
 			in.peerConfigs[pc.Name] = pc
@@ -102,7 +107,7 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 			in.ciliumNode = cn
 		}
 
-		instances, routes := derive(in)
+		instances, routes, withheld := derive(in)
 		wtxn := p.DB.WriteTxn(p.Instances, p.Routes)
 		if !initialized {
 			initDone(wtxn)
@@ -119,6 +124,13 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 		if instChanged > 0 {
 			logProblems(p.Log, instances)
 		}
+		// Who reports what is withheld is decided from every Node, read but
+		// not watched: other nodes' changes do not re-derive this node's
+		// routes, and the Events can wait for the next derivation.
+		if node == nil || !reports(node, in.clusterConfigs, statedb.Collect(p.Nodes.All(txn))) {
+			withheld = nil
+		}
+		reporter.report(appliedConfig(in.clusterConfigs, node), withheld)
 	})
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cilium/hive/cell"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
 	"github.com/heraldlb/herald/test/scripthive"
@@ -19,6 +20,7 @@ func TestScript(t *testing.T) {
 			scripthive.Kube(),
 			// The feature's switch, which cells/bgp registers.
 			cell.Config(bgpconfig.Defaults),
+			cell.Provide(func() record.EventRecorder { return record.NewFakeRecorder(100) }),
 		),
 		Cell)
 }
