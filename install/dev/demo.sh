@@ -60,11 +60,14 @@ YAML
 done
 
 # start_agent N: herald-agent of node N in its namespace, in the background.
+# demo/web is announced before its pods have addresses (multi-pool IPAM
+# gives them later, and its EndpointSlice is written then), so the agents
+# keep announcing Services without a ready endpoint.
 start_agent() {
 	local n=$1
 	ip netns exec "hdemo-$n" _output/bin/herald-agent \
 		--kubeconfig "$KUBECONFIG" --node-name "$n" --k8s-namespace kube-system --enable-ipv6 \
-		--enable-l2-announcements --devices eth0 --bpf-root "$PWD/$dir/bpf-$n" \
+		--enable-l2-announcements --enable-no-service-endpoints-routable --devices eth0 --bpf-root "$PWD/$dir/bpf-$n" \
 		--l2-announcements-lease-duration 3s --l2-announcements-renew-deadline 1s --l2-announcements-retry-period 200ms \
 		--ipam multi-pool --auto-direct-node-routes \
 		--ipam-socket "$PWD/$dir/ipam-$n.sock" --ipam-state-dir "$PWD/$dir/ipam-$n" \

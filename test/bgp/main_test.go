@@ -148,7 +148,13 @@ func setup(env *suite.Env) error {
 				// Multi-pool IPAM, so that nodes hold CIDRs of a pod pool to
 				// advertise: each asks for 4 addresses of it at start.
 				"--ipam=multi-pool", "--ipam-multi-pool-pre-allocation=" + podPoolName + "=4",
-				"--ipam-socket=" + filepath.Join(workDir, name, "ipam.sock"), "--ipam-state-dir=" + filepath.Join(workDir, name, "ipam-state")},
+				"--ipam-socket=" + filepath.Join(workDir, name, "ipam.sock"), "--ipam-state-dir=" + filepath.Join(workDir, name, "ipam-state"),
+				// Most of the suite's Services have no EndpointSlice (no
+				// kube-controller-manager runs): they stay advertised, as
+				// before Herald withdrew Services without a ready endpoint.
+				// TestWithdrawnWithoutReadyEndpoint restarts the agents
+				// with the default.
+				"--enable-no-service-endpoints-routable"},
 		})})
 	}
 

@@ -134,6 +134,12 @@ func setup(env *suite.Env) error {
 				"--l2-announcements-renew-deadline", renewDeadline.String(),
 				"--l2-announcements-retry-period", retryPeriod.String(),
 				"--l2-announcements-peer-secret-file", secretFile,
+				// Most of the suite's Services have no EndpointSlice (no
+				// kube-controller-manager runs): they stay announced, as
+				// before Herald withdrew Services without a ready endpoint.
+				// TestWithdrawnWithoutReadyEndpoint restarts the agents
+				// with the default.
+				"--enable-no-service-endpoints-routable",
 			},
 		}
 		// node1 and node2 pin their maps in a bpffs we mount; node3 keeps

@@ -1,13 +1,16 @@
 // Package desired derives what this node's BGP speaker should be: the
 // instances and peers the BGP resources give the node (table
 // bgp-instances) and every route it advertises to each peer, with its
-// attributes and the reasons (table bgp-routes). Pure derivation (derive);
+// attributes and the reasons (table bgp-routes). A Service with no ready
+// endpoint anywhere is not advertised, unless
+// enable-no-service-endpoints-routable. Pure derivation (derive);
 // the bgp-speaker cell makes GoBGP match the tables.
 //
 // Reads: tables nodes, bgp-cluster-configs, bgp-peer-configs,
 // bgp-advertisements, bgp-node-overrides, bgp-secrets, services,
 // endpoint-slices; with multi-pool IPAM pod-ip-pools and cilium-nodes.
-// Writes: tables bgp-instances, bgp-routes.
+// Writes: tables bgp-instances, bgp-routes; Events (BGPNotAdvertised, on a
+// Service withdrawn for having no ready endpoint).
 package desired
 
 import (

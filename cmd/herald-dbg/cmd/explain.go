@@ -86,8 +86,9 @@ func explainBGP(cmd *cobra.Command, key string, cfg map[string]string) error {
 	if !found {
 		fmt.Println("  BGP: this node advertises none of its addresses. A peer family's advertisements selector must select a")
 		fmt.Println("    CiliumBGPAdvertisement whose Service selector matches the Service's labels; LoadBalancer IPs need no")
-		fmt.Println("    loadBalancerClass or io.cilium/bgp-control-plane; with externalTrafficPolicy: Local this node needs a")
-		fmt.Println("    ready endpoint. See herald-dbg statedb bgp-instances, bgp-advertisements and endpoint-slices.")
+		fmt.Println("    loadBalancerClass or io.cilium/bgp-control-plane; the Service needs a ready endpoint somewhere (unless")
+		fmt.Println("    enable-no-service-endpoints-routable), and with externalTrafficPolicy: Local on this node. See herald-dbg")
+		fmt.Println("    statedb bgp-instances, bgp-advertisements and endpoint-slices.")
 	}
 	return nil
 }
@@ -150,7 +151,8 @@ func explainOwnership(cmd *cobra.Command, key string) error {
 		}
 		fmt.Printf("  Group: %s (Services %s; IPs %s)\n", c.Group, strings.Join(c.Services, ", "), joinAddrs(c.IPs))
 		if len(c.Nodes) == 0 {
-			fmt.Println("  Candidates: none: no node the policies select may announce it (for externalTrafficPolicy: Local, none runs a ready endpoint).")
+			fmt.Println("  Candidates: none: no node the policies select may announce it: the Services have no ready endpoint")
+			fmt.Println("    (unless enable-no-service-endpoints-routable), or, for externalTrafficPolicy: Local, none runs on such a node.")
 		} else {
 			fmt.Printf("  Candidates: %s\n", strings.Join(c.Nodes, ", "))
 		}

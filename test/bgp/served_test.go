@@ -1,0 +1,104 @@
+package bgp
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// withdrawingAgents restarts the agents with Herald's default
+// enable-no-service-endpoints-routable=false (the suite runs them with
+// true), and back when the test ends.
+func withdrawingAgents(t *testing.T) {
+	t.Helper()
+	ensureAgents(t)
+	restart := func(extra func(*node) []string) {
+		for _, n := range nodes {
+			n.SetExtraArgs(extra(n)...)
+			if err := n.Stop(); err != nil {
+				t.Fatalf("stopping %s: %v", n.Name, err)
+			}
+		}
+		ensureAgents(t)
+	}
+	before := map[*node][]string{}
+	for _, n := range nodes {
+		before[n] = n.ExtraArgs()
+	}
+	restart(func(n *node) []string { return append(before[n], "--enable-no-service-endpoints-routable=false") })
+	t.Cleanup(func() { restart(func(n *node) []string { return before[n] }) })
+}
+
+// waitNotAdvertisedEvents waits until the Service's BGPNotAdvertised
+// Events count want occurrences (the recorder folds repeats into one
+// Event's count).
+func waitNotAdvertisedEvents(t *testing.T, ns, svc string, want int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d BGPNotAdvertised Events on %s/%s", want, ns, svc), func() (bool, string) {
+		events, err := kube.CoreV1().Events(ns).List(ctxT(t), metav1.ListOptions{
+			FieldSelector: "involvedObject.name=" + svc + ",reason=BGPNotAdvertised",
+		})
+		if err != nil {
+			return false, err.Error()
+		}
+		n := 0
+		var msgs []string
+		for _, e := range events.Items {
+			if e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "has no ready endpoint") {
+				n += max(int(e.Count), 1)
+				msgs = append(msgs, fmt.Sprintf("%s (x%d, from %s)", e.Message, e.Count, e.Source.Host))
+			}
+		}
+		return n == want, fmt.Sprintf("%d: %q", n, msgs)
+	})
+}
+
+// TestWithdrawnWithoutReadyEndpoint: with the default
+// enable-no-service-endpoints-routable=false, a Service
+// (externalTrafficPolicy Cluster) with no ready endpoint anywhere is
+// advertised by no node, seen at FRR, and gets one BGPNotAdvertised Event
+// per withdrawal; a terminating endpoint that still serves does not keep
+// it; once an endpoint is ready, every node advertises it again.
+func TestWithdrawnWithoutReadyEndpoint(t *testing.T) {
+	withdrawingAgents(t)
+	ns := newNamespace(t)
+	createService(t, ns, "web", singleStack(corev1.IPv4Protocol))
+	vip := waitVIP(t, ns, "web")
+	p := hostPrefix(vip)
+	// No EndpointSlice yet: nobody advertises.
+	waitWithdrawn(t, p)
+	waitNotAdvertisedEvents(t, ns, "web", 1)
+
+	slices := kube.DiscoveryV1().EndpointSlices(ns)
+	slice, err := slices.Create(ctxT(t), &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{
+			{Addresses: []string{"198.18.46.2"}, NodeName: ptrTo("node2"), Conditions: discoveryv1.EndpointConditions{Ready: ptrTo(true)}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitAdvertisedBy(t, p, nodes...)
+
+	t.Logf("the only endpoint terminates (ready false, serving true)")
+	slice.Endpoints[0].Conditions = discoveryv1.EndpointConditions{Ready: ptrTo(false), Serving: ptrTo(true), Terminating: ptrTo(true)}
+	if slice, err = slices.Update(ctxT(t), slice, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitWithdrawn(t, p)
+	waitNotAdvertisedEvents(t, ns, "web", 2)
+
+	t.Logf("ready again")
+	slice.Endpoints[0].Conditions = discoveryv1.EndpointConditions{Ready: ptrTo(true)}
+	if _, err = slices.Update(ctxT(t), slice, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitAdvertisedBy(t, p, nodes...)
+	waitNotAdvertisedEvents(t, ns, "web", 2)
+}

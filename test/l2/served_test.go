@@ -1,0 +1,128 @@
+package l2
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+)
+
+// withdrawingAgents restarts the three agents with Herald's default
+// enable-no-service-endpoints-routable=false (the suite runs them with
+// true), and back when the test ends.
+func withdrawingAgents(t *testing.T) {
+	t.Helper()
+	ensureAgents(t)
+	restart := func(extra func(*node) []string) {
+		for _, n := range nodes {
+			n.SetExtraArgs(extra(n)...)
+			if err := n.Stop(); err != nil {
+				t.Fatalf("stopping %s: %v", n.Name, err)
+			}
+		}
+		ensureAgents(t)
+	}
+	before := map[*node][]string{}
+	for _, n := range nodes {
+		before[n] = n.ExtraArgs()
+	}
+	restart(func(n *node) []string { return append(before[n], "--enable-no-service-endpoints-routable=false") })
+	t.Cleanup(func() { restart(func(n *node) []string { return before[n] }) })
+}
+
+// setTerminating marks every endpoint of the Service's EndpointSlice
+// terminating, still serving, as the EndpointSlice controller does while
+// a pod shuts down.
+func (s *scenario) setTerminating(svc string) {
+	s.t.Helper()
+	api := kube.DiscoveryV1().EndpointSlices(s.ns)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		slice, err := api.Get(context.Background(), svc+"-pods", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range slice.Endpoints {
+			slice.Endpoints[i].Conditions = discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true), Terminating: ptr.To(true)}
+		}
+		_, err = api.Update(context.Background(), slice, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		s.t.Fatalf("marking the endpoints of %s/%s terminating: %v", s.ns, svc, err)
+	}
+}
+
+// waitNotAnnouncedEvents waits until the Service's L2NotAnnounced Events
+// for want of a ready endpoint count want occurrences (the recorder folds
+// repeats into one Event's count).
+func (s *scenario) waitNotAnnouncedEvents(svc string, want int) {
+	s.t.Helper()
+	waitFor(s.t, func() (bool, string) {
+		events, err := kube.CoreV1().Events(s.ns).List(context.Background(), metav1.ListOptions{
+			FieldSelector: "involvedObject.name=" + svc + ",reason=L2NotAnnounced",
+		})
+		if err != nil {
+			return false, err.Error()
+		}
+		n := 0
+		var msgs []string
+		for _, e := range events.Items {
+			if e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "has no ready endpoint") {
+				n += max(int(e.Count), 1)
+				msgs = append(msgs, fmt.Sprintf("%s (x%d, from %s)", e.Message, e.Count, e.Source.Host))
+			}
+		}
+		return n == want, fmt.Sprintf("%d L2NotAnnounced Events for want of a ready endpoint on %s/%s, want %d: %q", n, s.ns, svc, want, msgs)
+	})
+}
+
+// TestWithdrawnWithoutReadyEndpoint: with the default
+// enable-no-service-endpoints-routable=false, a Service
+// (externalTrafficPolicy Cluster) whose only endpoint stops being ready is
+// withdrawn: ARP requests for its VIP go unanswered, and it gets one
+// L2NotAnnounced Event. A terminating endpoint that still serves does not
+// keep it. Once an endpoint is ready again, the VIP is answered and
+// served through kube-proxy again.
+func TestWithdrawnWithoutReadyEndpoint(t *testing.T) {
+	ensureTraffic(t)
+	withdrawingAgents(t)
+	s := newScenario(t)
+	s.createPolicy("all", nil)
+	node2 := nodes[1]
+	s.createBackedService("web", corev1.IPv4Protocol, nil)
+	s.setEndpoints("web", corev1.IPv4Protocol, node2)
+	vip := s.waitVIP("web")
+	owner := s.waitOwner("web", vip)
+	expectAnsweredOnlyBy(t, vip, owner)
+	t.Logf("served: %s", waitServed(t, vip))
+
+	t.Logf("the only endpoint, on %s, terminates (ready false, serving true)", node2.Name)
+	s.setTerminating("web")
+	for _, n := range nodes {
+		waitWithdrawn(t, n, vip)
+	}
+	expectSilent(t, vip)
+	s.waitNotAnnouncedEvents("web", 1)
+
+	t.Logf("a new endpoint is ready on %s", node2.Name)
+	s.setEndpoints("web", corev1.IPv4Protocol, node2)
+	owner = s.waitOwner("web", vip)
+	expectAnsweredOnlyBy(t, vip, owner)
+	t.Logf("served again: %s", waitServed(t, vip))
+
+	t.Logf("no endpoint at all")
+	s.setEndpoints("web", corev1.IPv4Protocol)
+	for _, n := range nodes {
+		waitWithdrawn(t, n, vip)
+	}
+	expectSilent(t, vip)
+	// One more Event for the second withdrawal, none for the derivations
+	// in between.
+	s.waitNotAnnouncedEvents("web", 2)
+}
