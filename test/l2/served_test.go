@@ -84,31 +84,40 @@ func (s *scenario) waitNotAnnouncedEvents(svc string, want int) {
 
 // TestWithdrawnWithoutReadyEndpoint: with the default
 // enable-no-service-endpoints-routable=false, a Service
-// (externalTrafficPolicy Cluster) whose only endpoint stops being ready is
-// withdrawn: ARP requests for its VIP go unanswered, and it gets one
-// L2NotAnnounced Event. A terminating endpoint that still serves does not
-// keep it. Once an endpoint is ready again, the VIP is answered and
-// served through kube-proxy again.
+// (externalTrafficPolicy Cluster) without a ready endpoint is not
+// announced: ARP requests for its VIP go unanswered, and it gets one
+// L2NotAnnounced Event per withdrawal. A terminating endpoint that still
+// serves does not keep it. Once an endpoint is ready, the VIP is answered
+// and served through kube-proxy.
 func TestWithdrawnWithoutReadyEndpoint(t *testing.T) {
 	ensureTraffic(t)
 	withdrawingAgents(t)
 	s := newScenario(t)
 	s.createPolicy("all", nil)
 	node2 := nodes[1]
-	s.createBackedService("web", corev1.IPv4Protocol, nil)
-	s.setEndpoints("web", corev1.IPv4Protocol, node2)
+
+	t.Logf("a Service without an EndpointSlice")
+	s.createServiceWith("web", singleStack(corev1.IPv4Protocol))
 	vip := s.waitVIP("web")
+	s.waitNotAnnouncedEvents("web", 1)
+	for _, n := range nodes {
+		waitWithdrawn(t, n, vip)
+	}
+	expectSilent(t, vip)
+
+	t.Logf("its endpoint is ready on %s", node2.Name)
+	s.setEndpoints("web", corev1.IPv4Protocol, node2)
 	owner := s.waitOwner("web", vip)
 	expectAnsweredOnlyBy(t, vip, owner)
 	t.Logf("served: %s", waitServed(t, vip))
 
-	t.Logf("the only endpoint, on %s, terminates (ready false, serving true)", node2.Name)
+	t.Logf("the only endpoint terminates (ready false, serving true)")
 	s.setTerminating("web")
 	for _, n := range nodes {
 		waitWithdrawn(t, n, vip)
 	}
 	expectSilent(t, vip)
-	s.waitNotAnnouncedEvents("web", 1)
+	s.waitNotAnnouncedEvents("web", 2)
 
 	t.Logf("a new endpoint is ready on %s", node2.Name)
 	s.setEndpoints("web", corev1.IPv4Protocol, node2)
@@ -122,7 +131,6 @@ func TestWithdrawnWithoutReadyEndpoint(t *testing.T) {
 		waitWithdrawn(t, n, vip)
 	}
 	expectSilent(t, vip)
-	// One more Event for the second withdrawal, none for the derivations
-	// in between.
-	s.waitNotAnnouncedEvents("web", 2)
+	// One Event per withdrawal, none for the derivations in between.
+	s.waitNotAnnouncedEvents("web", 3)
 }
