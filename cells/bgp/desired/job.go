@@ -92,7 +92,7 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 				}
 				return false
 			},
-			served:       func(svc string) bool { return tables.HasReadyEndpoint(txn, p.Slices, svc) },
+			served:       servedIn(txn, p.Slices),
 			keepUnserved: p.Agent.EnableNoServiceEndpointsRoutable,
 		}
 		for pc := range pcs {
@@ -150,5 +150,20 @@ func logProblems(log *slog.Logger, instances []*tables.BGPInstance) {
 				log.Warn("BGP peer not configured", "instance", i.Name, "clusterConfig", i.ClusterConfig, "peer", peer.Name, "error", peer.Error)
 			}
 		}
+	}
+}
+
+// servedIn reports whether a Service has a ready endpoint, looking each
+// Service up once per derivation (every advertisement entry, family and
+// peer asks again).
+func servedIn(txn statedb.ReadTxn, t statedb.Table[*tables.EndpointSlice]) func(string) bool {
+	memo := map[string]bool{}
+	return func(svc string) bool {
+		v, ok := memo[svc]
+		if !ok {
+			v = tables.HasReadyEndpoint(txn, t, svc)
+			memo[svc] = v
+		}
+		return v
 	}
 }
