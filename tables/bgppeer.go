@@ -43,6 +43,11 @@ type BGPPeerState struct {
 	BFD string `json:"bfd,omitempty"`
 	// Routes are the advertised and received counts per family.
 	Routes []BGPFamilyRoutes `json:"routes,omitempty"`
+	// UpdatesSent and UpdatesReceived count the UPDATE messages of the
+	// session since the speaker added the peer. They move only when routes
+	// do (keepalives are other messages), so the row changes no more often.
+	UpdatesSent     uint64 `json:"updatesSent,omitempty"`
+	UpdatesReceived uint64 `json:"updatesReceived,omitempty"`
 }
 
 // BGPFamilyRoutes counts one family's routes of a session.

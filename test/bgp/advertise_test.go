@@ -48,6 +48,20 @@ func TestLoadBalancerIP(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "BGP: "+p.String()+" to peer tor4") {
 		t.Errorf("herald-dbg explain service: %v\n%s", err, out)
 	}
+	// And its metrics: the session is up, routes and UPDATEs went out.
+	waitFor(t, "node1's metrics of its session with tor4", func() (bool, string) {
+		m, err := nodes[0].Metrics()
+		if err != nil {
+			return false, err.Error()
+		}
+		peer := map[string]string{"peer": "tor4"}
+		up, _ := m.Value("herald_bgp_session_up", peer)
+		adv, _ := m.Value("herald_bgp_routes_advertised", map[string]string{"peer": "tor4", "afi": "ipv4", "safi": "unicast"})
+		sent, _ := m.Value("herald_bgp_updates_sent_total", peer)
+		uptime, _ := m.Value("herald_bgp_session_uptime_seconds", peer)
+		return up == 1 && adv >= 1 && sent >= 1 && uptime > 0,
+			fmt.Sprintf("session_up %v, routes_advertised %v, updates_sent_total %v, uptime %v", up, adv, sent, uptime)
+	})
 
 	// New attributes reach the router (a soft reset of each session, no
 	// withdrawal).

@@ -350,7 +350,9 @@ func (s *speaker) peerStates(ctx context.Context, bfdRows map[netip.Addr]*tables
 			return
 		}
 		st := &tables.BGPPeerState{Instance: s.name, Peer: cfg.Name, Address: cfg.Address, ASN: cfg.ASN,
-			State: sessionState(p.GetState().GetSessionState()), BFD: bfdState(cfg, bfdRows)}
+			State: sessionState(p.GetState().GetSessionState()), BFD: bfdState(cfg, bfdRows),
+			UpdatesSent:     p.GetState().GetMessages().GetSent().GetUpdate(),
+			UpdatesReceived: p.GetState().GetMessages().GetReceived().GetUpdate()}
 		if t := p.GetTimers().GetState(); t != nil {
 			if st.State == tables.BGPStateEstablished && t.GetUptime() != nil {
 				st.Since = t.GetUptime().AsTime().Truncate(time.Second)

@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/hive/job"
 	"github.com/cilium/statedb"
 	api "github.com/osrg/gobgp/v3/api"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
@@ -32,11 +33,15 @@ type params struct {
 	Routes    statedb.Table[*tables.BGPRoute]
 	Peers     statedb.RWTable[*tables.BGPPeerState]
 	BFD       statedb.Table[*tables.BGPBFDSession]
+	Metrics   prometheus.Registerer `optional:"true"`
 }
 
 func registerSpeaker(p params) {
 	if !p.BGP.EnableBGPControlPlane {
 		return
+	}
+	if p.Metrics != nil {
+		p.Metrics.MustRegister(&peerCollector{db: p.DB, peers: p.Peers, now: time.Now})
 	}
 	p.Jobs.Add(job.OneShot("speak", func(ctx context.Context, health cell.Health) error {
 		return run(ctx, p, health)
