@@ -131,7 +131,7 @@ func BenchmarkBFDCPUStress(b *testing.B) {
 			b.Fatalf("BENCH_BGP_BFD_STRESS: %v", err)
 		}
 	}
-	ensureAgentsB(b)
+	ensureAgents(b)
 	setBFD(b, true)
 	defer setBFD(b, false)
 	before := bfdDowns(b)
@@ -143,15 +143,4 @@ func BenchmarkBFDCPUStress(b *testing.B) {
 		runtime.NumCPU(), d, len(f), f)
 	b.ReportMetric(float64(len(f)), "flaps")
 	b.ReportMetric(0, "ns/op")
-}
-
-// ensureAgentsB restarts an agent a failed run left dead.
-func ensureAgentsB(b *testing.B) {
-	for _, n := range nodes {
-		if !n.Running() {
-			if err := n.Start(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
 }

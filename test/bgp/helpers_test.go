@@ -219,7 +219,7 @@ func waitKernelECMP(t *testing.T, p netip.Prefix, ns ...*node) {
 }
 
 // ensureAgents restarts an agent a failed test left dead.
-func ensureAgents(t *testing.T) {
+func ensureAgents(t testing.TB) {
 	t.Helper()
 	for _, n := range nodes {
 		if !n.Running() {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heraldlb/herald/test/agentproc"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,21 +17,11 @@ import (
 func withdrawingAgents(t *testing.T) {
 	t.Helper()
 	ensureAgents(t)
-	restart := func(extra func(*node) []string) {
-		for _, n := range nodes {
-			n.SetExtraArgs(extra(n)...)
-			if err := n.Stop(); err != nil {
-				t.Fatalf("stopping %s: %v", n.Name, err)
-			}
-		}
-		ensureAgents(t)
-	}
-	before := map[*node][]string{}
+	var agents []*agentproc.Agent
 	for _, n := range nodes {
-		before[n] = n.ExtraArgs()
+		agents = append(agents, n.Agent)
 	}
-	restart(func(n *node) []string { return append(before[n], "--enable-no-service-endpoints-routable=false") })
-	t.Cleanup(func() { restart(func(n *node) []string { return before[n] }) })
+	agentproc.RestartWith(t, agents, func(t testing.TB) { ensureAgents(t) }, "--enable-no-service-endpoints-routable=false")
 }
 
 // waitNotAdvertisedEvents waits until the Service's BGPNotAdvertised
