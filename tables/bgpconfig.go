@@ -244,7 +244,10 @@ type BGPInstanceOverride struct {
 	Name     string     `json:"name"`
 	RouterID netip.Addr `json:"routerID"` // invalid: not overridden
 	// LocalPort is the port the instance listens on; 0: not overridden.
-	LocalPort    int32                 `json:"localPort,omitempty"`
+	LocalPort int32 `json:"localPort,omitempty"`
+	// LocalASN is the instance's AS number on this node; 0: the cluster
+	// config's.
+	LocalASN     int64                 `json:"localASN,omitempty"`
 	LocalAddress map[string]netip.Addr `json:"localAddress,omitempty"` // by peer name
 	// LocalPort4Peer is the source port of the sessions to a peer, by
 	// peer name.

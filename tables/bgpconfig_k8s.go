@@ -154,6 +154,9 @@ func BGPNodeOverrideFromK8s(o *v2alpha1.CiliumBGPNodeConfigOverride) *BGPNodeOve
 		if inst.LocalPort != nil {
 			io.LocalPort = *inst.LocalPort
 		}
+		if inst.LocalASN != nil {
+			io.LocalASN = *inst.LocalASN
+		}
 		for j, p := range inst.Peers {
 			if p.LocalAddress != nil {
 				a, err := netip.ParseAddr(*p.LocalAddress)

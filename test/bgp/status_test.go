@@ -276,3 +276,54 @@ func setNodeLabel(t *testing.T, n *node, key, value string) {
 		return err == nil, fmt.Sprint(err)
 	})
 }
+
+// A node's CiliumBGPNodeConfigOverride sets its instance's AS number
+// (localASN, Cilium's cilium.io/v2 field): the node's status names the
+// new AS, the router, which expects the cluster's AS from that node,
+// refuses its OPEN, and without the override the session comes back.
+func TestLocalASNOverride(t *testing.T) {
+	ensureAgents(t)
+	n := nodes[2]
+	waitNodeCondition(t, n, tables.ConditionBGPPeersEstablished, metav1.ConditionTrue, "2 of 2 sessions established")
+	ov := &v2alpha1.CiliumBGPNodeConfigOverride{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name},
+		Spec: v2alpha1.CiliumBGPNodeConfigOverrideSpec{BGPInstances: []v2alpha1.CiliumBGPNodeConfigInstanceOverride{
+			{Name: "main", LocalASN: ptr.To[int64](65099)},
+		}},
+	}
+	api := herald.CiliumV2alpha1().CiliumBGPNodeConfigOverrides()
+	if _, err := api.Create(ctxT(t), ov, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := false
+	t.Cleanup(func() {
+		if !deleted {
+			_ = api.Delete(ctxT(t), ov.Name, metav1.DeleteOptions{})
+		}
+	})
+
+	waitFor(t, n.Name+"'s status with AS 65099", func() (bool, string) {
+		nc, err := herald.CiliumV2alpha1().CiliumBGPNodeConfigs().Get(ctxT(t), n.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(nc.Status.BGPInstances) == 1 && ptr.Deref(nc.Status.BGPInstances[0].LocalASN, 0) == 65099, fmt.Sprintf("%+v", nc.Status.BGPInstances)
+	})
+	// The router expects AS 65001 from every node: it refuses the OPEN
+	// (its log says "BGP OPEN receipt failed"), and nothing comes up.
+	waitNodeCondition(t, n, tables.ConditionBGPPeersEstablished, metav1.ConditionFalse, "")
+	waitFor(t, "the router without a session to "+n.Name, func() (bool, string) {
+		nbrs, err := router.Neighbors()
+		if err != nil {
+			return false, err.Error()
+		}
+		nb := nbrs[n.host.IP.String()]
+		return nb.State != "" && nb.State != "Established", fmt.Sprintf("%+v", nb)
+	})
+
+	if err := api.Delete(ctxT(t), ov.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted = true
+	waitNodeCondition(t, n, tables.ConditionBGPPeersEstablished, metav1.ConditionTrue, "2 of 2 sessions established")
+}

@@ -75,6 +75,14 @@ type CiliumBGPNodeConfigInstanceOverride struct {
 	// +listType=map
 	// +listMapKey=name
 	Peers []CiliumBGPNodeConfigPeerOverride `json:"peers,omitempty"`
+
+	// LocalASN is the instance's own AS number on this node, instead of
+	// the CiliumBGPClusterConfig's (Cilium's cilium.io/v2 field).
+	//
+	// +kubebuilder:validation:Optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4294967295
+	LocalASN *int64 `json:"localASN,omitempty"`
 }
 
 // CiliumBGPNodeConfigPeerOverride overrides settings of one peer on the node.

@@ -143,9 +143,12 @@ func resolveInstance(in inputs, inst *tables.BGPInstance, spec tables.BGPInstanc
 	if ov.LocalPort != 0 {
 		inst.ListenPort = ov.LocalPort
 	}
+	if ov.LocalASN != 0 {
+		inst.LocalASN = ov.LocalASN
+	}
 	switch {
 	case inst.LocalASN == 0:
-		inst.Error = "localASN is not set"
+		inst.Error = "localASN is not set, in the CiliumBGPClusterConfig or this node's CiliumBGPNodeConfigOverride"
 	case !inst.RouterID.IsValid():
 		inst.Error = "no router ID: the node has no IPv4 InternalIP; set routerID in a CiliumBGPNodeConfigOverride named after the node"
 	case len(ov.Errors) > 0:

@@ -304,3 +304,37 @@ func TestDerivePeerSettings(t *testing.T) {
 		t.Errorf("peer\n got %+v\nwant %+v", p, want)
 	}
 }
+
+// A node's override sets the instance's AS number (Cilium's v2 localASN),
+// also where the cluster config has none.
+func TestDeriveLocalASNOverride(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		clusterAS int64
+		override  int64
+		want      int64
+		wantErr   string
+	}{
+		{"cluster config's", 65001, 0, 65001, ""},
+		{"overridden", 65001, 4200000001, 4200000001, ""},
+		{"only in the override", 0, 65010, 65010, ""},
+		{"nowhere", 0, 0, 0, "localASN is not set, in the CiliumBGPClusterConfig or this node's CiliumBGPNodeConfigOverride"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cc := clusterConfig("cc", "pc")
+			cc.Instances[0].LocalASN = c.clusterAS
+			in := inputs{
+				self:           node("node1", nil, "198.18.0.11"),
+				clusterConfigs: []*tables.BGPClusterConfig{cc},
+				peerConfigs:    map[string]*tables.BGPPeerConfig{"pc": peerConfig("pc", "")},
+				override:       &tables.BGPNodeOverride{Name: "node1", Instances: []tables.BGPInstanceOverride{{Name: "main", LocalASN: c.override}}},
+				readyHere:      func(string) bool { return false },
+				served:         func(string) bool { return true },
+			}
+			instances, _, _ := derive(in)
+			if len(instances) != 1 || instances[0].LocalASN != c.want || instances[0].Error != c.wantErr {
+				t.Fatalf("instances %+v, want AS %d, error %q", instances, c.want, c.wantErr)
+			}
+		})
+	}
+}
