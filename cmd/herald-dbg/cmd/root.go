@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -24,23 +25,17 @@ func Root() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&socket, "socket", dbgshell.DefaultSocket, "The agent's debug socket (--dbg-socket of herald-agent)")
-	root.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig for what herald-dbg asks the API server itself (Lease holders; Pods, CiliumNodes and pools for ipam); default: the Pod's service account")
-	root.AddCommand(statedbCmd(), configCmd(), explainCmd(), poolsCmd(), bpfCmd(), ipamCmd(), shellCmd())
+	root.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig for what herald-dbg asks the API server itself (Lease holders; Pods, CiliumNodes and pools for ipam; migrate); default: the Pod's service account")
+	root.AddCommand(statedbCmd(), configCmd(), explainCmd(), poolsCmd(), bpfCmd(), ipamCmd(), shellCmd(), migrateCmd())
 	return root
 }
 
 // kubeClients connects to the API server with --kubeconfig, or as the Pod
 // herald-dbg runs in (the agent's service account).
 func kubeClients() (kubernetes.Interface, versioned.Interface, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
+	cfg, err := restConfig()
 	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to the API server (--kubeconfig, or the Pod's service account): %w", err)
+		return nil, nil, err
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -51,4 +46,28 @@ func kubeClients() (kubernetes.Interface, versioned.Interface, error) {
 		return nil, nil, err
 	}
 	return kube, herald, nil
+}
+
+// dynamicClient reaches objects herald-dbg has no Go types for (MetalLB's)
+// and applies manifests untyped.
+func dynamicClient() (dynamic.Interface, error) {
+	cfg, err := restConfig()
+	if err != nil {
+		return nil, err
+	}
+	return dynamic.NewForConfig(cfg)
+}
+
+func restConfig() (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the API server (--kubeconfig, or the Pod's service account): %w", err)
+	}
+	return cfg, nil
 }
