@@ -31,7 +31,11 @@ func translatePeer(p BGPPeer, adverts *metav1.LabelSelector, profile *BFDProfile
 	if s.DisableMP {
 		f.add("spec.disableMP", Exact, target+" spec.families", "the session carries only its own address family, as with disableMP")
 	}
-	if s.PeerPort != 0 {
+	switch s.PeerPort {
+	case 0:
+	case v2alpha1.DefaultBGPPeerPort: // MetalLB's API server writes it; leave Herald's default implicit too
+		f.add("spec.peerPort", Exact, "", "179 is Herald's default too")
+	default:
 		pc.Spec.Transport = &v2alpha1.CiliumBGPTransport{PeerPort: ptr.To(int32(s.PeerPort))}
 		f.add("spec.peerPort", Exact, target+" spec.transport.peerPort", "")
 	}
