@@ -97,6 +97,37 @@ func TestApply(t *testing.T) {
 	}
 }
 
+// TestApplyConflict: a pool of the same name that someone else wrote with
+// other blocks is not overwritten: --apply stops with the conflict.
+func TestApplyConflict(t *testing.T) {
+	ctx := context.Background()
+	pools := clientset.CiliumV2alpha1().CiliumLoadBalancerIPPools()
+	theirs, err := pools.Create(ctx, &v2alpha1.CiliumLoadBalancerIPPool{
+		ObjectMeta: metav1.ObjectMeta{Name: "taken"},
+		Spec:       v2alpha1.CiliumLoadBalancerIPPoolSpec{Blocks: []v2alpha1.CiliumLoadBalancerIPPoolIPBlock{{Cidr: "198.18.1.0/24"}}},
+	}, metav1.CreateOptions{FieldManager: "someone-else"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "taken.yaml")
+	const pool = "apiVersion: metallb.io/v1beta1\nkind: IPAddressPool\nmetadata: {name: taken, namespace: metallb-system}\nspec: {addresses: [198.18.2.0/24]}\n"
+	if err := os.WriteFile(file, []byte(pool), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := cmd.Root()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs([]string{"--kubeconfig", testCluster.Kubeconfig, "migrate", "metallb", "-f", file, "--apply"})
+	err = root.ExecuteContext(ctx)
+	if err == nil || !strings.Contains(err.Error(), "conflict") {
+		t.Fatalf("apply over another manager's pool: %v, want a conflict\n%s", err, out.String())
+	}
+	now, err := pools.Get(ctx, "taken", metav1.GetOptions{})
+	if err != nil || now.ResourceVersion != theirs.ResourceVersion {
+		t.Fatalf("their pool changed: %v, resourceVersion %s -> %s", err, theirs.ResourceVersion, now.ResourceVersion)
+	}
+}
+
 // TestFromCluster creates MetalLB's samples as MetalLB's CRDs define them
 // and checks that listing them from the cluster translates as the files
 // do, then that their translation applies.

@@ -15,9 +15,10 @@ import (
 // advertisements MetalLB announces to their peer.
 const LabelBGPAdvertisement = "herald.io/metallb-bgp-advertisement"
 
-// allServices selects every Service: an omitted selector selects none.
+// allServices selects every Service (an omitted selector selects none),
+// written as Cilium's documentation does.
 var allServices = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-	{Key: "herald.io/not-announced", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"never"}},
+	{Key: "somekey", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"never-used-value"}},
 }}
 
 // translateBGPAdvert turns a BGPAdvertisement into the
