@@ -14,16 +14,17 @@ import (
 func Translate(in Input) Result {
 	r := Result{Findings: slices.Clone(in.Findings)}
 	seen := map[string]string{} // kind/name -> the MetalLB object it came from
-	keep := func(obj runtime.Object, name string, src Object, fs []Finding) {
+	keep := func(obj runtime.Object, name string, src Object, fs []Finding) bool {
 		key := obj.GetObjectKind().GroupVersionKind().Kind + "/" + name
 		if first, dup := seen[key]; dup {
 			r.Findings = append(r.Findings, Finding{Source: src.Ref(), Verdict: None,
 				Reason: fmt.Sprintf("%s was already made from %s: Herald's objects are cluster-wide, one name each", key, first)})
-			return
+			return false
 		}
 		seen[key] = src.Ref()
 		r.Objects = append(r.Objects, obj)
 		r.Findings = append(r.Findings, fs...)
+		return true
 	}
 	for _, p := range sorted(in.Pools) {
 		pool, fs := translatePool(p)
@@ -37,7 +38,9 @@ func Translate(in Input) Result {
 	return r
 }
 
-type keeper func(obj runtime.Object, name string, src Object, fs []Finding)
+// keeper adds a translated object and its findings to the result, unless
+// an object of that kind and name is there already.
+type keeper func(obj runtime.Object, name string, src Object, fs []Finding) bool
 
 // translateBGP makes the advertisements, then the peer configs that select
 // them, then the cluster configs that name the peer configs.
@@ -66,10 +69,13 @@ func translateBGP(in Input, keep keeper, r *Result) {
 	for _, b := range sorted(in.BFDProfiles) {
 		profiles[b.Metadata.Name] = &b
 	}
+	var kept []BGPPeer // a peer whose name was taken stays out of the cluster configs too
 	for _, p := range peers {
 		used[p.Spec.BFDProfile] = true
 		pc, fs := translatePeer(p, advertsFor(p.Metadata.Name, adverts), profiles[p.Spec.BFDProfile])
-		keep(pc, pc.Name, p.Object, fs)
+		if keep(pc, pc.Name, p.Object, fs) {
+			kept = append(kept, p)
+		}
 	}
 	for _, b := range sorted(in.BFDProfiles) {
 		if !used[b.Metadata.Name] {
@@ -77,7 +83,7 @@ func translateBGP(in Input, keep keeper, r *Result) {
 				Reason: "no BGPPeer names it; Herald has no separate BFD profile object, only the bfd block of a peer config"})
 		}
 	}
-	ccs, fs := clusterConfigs(peers)
+	ccs, fs := clusterConfigs(kept)
 	r.Findings = append(r.Findings, fs...)
 	for _, cc := range ccs {
 		r.Objects = append(r.Objects, cc)

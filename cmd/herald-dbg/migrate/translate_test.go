@@ -189,3 +189,33 @@ func find(t *testing.T, fs []Finding, field string) Finding {
 	t.Fatalf("no finding on %s in %v", field, fs)
 	return Finding{}
 }
+
+// TestSameName: MetalLB objects are namespaced, Herald's cluster-wide; the
+// second of two peers named alike is reported and left out everywhere.
+func TestSameName(t *testing.T) {
+	peer := func(ns, addr string) BGPPeer {
+		var p BGPPeer
+		p.Kind, p.Metadata.Name, p.Metadata.Namespace = "BGPPeer", "tor", ns
+		p.Spec.MyASN, p.Spec.PeerASN, p.Spec.PeerAddress = 65001, 65000, addr
+		return p
+	}
+	res := Translate(Input{Peers: []BGPPeer{peer("b", "198.18.0.2"), peer("a", "198.18.0.1")}})
+	var kinds []string
+	for _, obj := range res.Objects {
+		kinds = append(kinds, obj.GetObjectKind().GroupVersionKind().Kind)
+	}
+	if strings.Join(kinds, ",") != "CiliumBGPPeerConfig,CiliumBGPClusterConfig" {
+		t.Fatalf("objects %v", kinds)
+	}
+	cc := res.Objects[1].(*v2alpha1.CiliumBGPClusterConfig)
+	if peers := cc.Spec.BGPInstances[0].Peers; len(peers) != 1 || *peers[0].PeerAddress != "198.18.0.1" {
+		t.Fatalf("cluster config peers %+v", peers)
+	}
+	var dup bool
+	for _, f := range res.Findings {
+		dup = dup || (f.Source == "BGPPeer b/tor" && f.Verdict == None && strings.Contains(f.Reason, "already made from BGPPeer a/tor"))
+	}
+	if !dup {
+		t.Fatalf("no finding on the second peer: %v", res.Findings)
+	}
+}
