@@ -2,10 +2,10 @@ package bgp
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/heraldlb/herald/test/agentproc"
+	"github.com/heraldlb/herald/test/suite"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,19 +30,9 @@ func withdrawingAgents(t *testing.T) {
 func waitNotAdvertisedEvents(t *testing.T, ns, svc string, want int) {
 	t.Helper()
 	waitFor(t, fmt.Sprintf("%d BGPNotAdvertised Events on %s/%s", want, ns, svc), func() (bool, string) {
-		events, err := kube.CoreV1().Events(ns).List(ctxT(t), metav1.ListOptions{
-			FieldSelector: "involvedObject.name=" + svc + ",reason=BGPNotAdvertised",
-		})
+		n, msgs, err := suite.WarningEvents(ctxT(t), kube, ns, svc, "BGPNotAdvertised", "has no ready endpoint")
 		if err != nil {
 			return false, err.Error()
-		}
-		n := 0
-		var msgs []string
-		for _, e := range events.Items {
-			if e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "has no ready endpoint") {
-				n += max(int(e.Count), 1)
-				msgs = append(msgs, fmt.Sprintf("%s (x%d, from %s)", e.Message, e.Count, e.Source.Host))
-			}
 		}
 		return n == want, fmt.Sprintf("%d: %q", n, msgs)
 	})

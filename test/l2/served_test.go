@@ -3,10 +3,10 @@ package l2
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/heraldlb/herald/test/agentproc"
+	"github.com/heraldlb/herald/test/suite"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,19 +55,9 @@ func (s *scenario) setTerminating(svc string) {
 func (s *scenario) waitNotAnnouncedEvents(svc string, want int) {
 	s.t.Helper()
 	waitFor(s.t, func() (bool, string) {
-		events, err := kube.CoreV1().Events(s.ns).List(context.Background(), metav1.ListOptions{
-			FieldSelector: "involvedObject.name=" + svc + ",reason=L2NotAnnounced",
-		})
+		n, msgs, err := suite.WarningEvents(context.Background(), kube, s.ns, svc, "L2NotAnnounced", "has no ready endpoint")
 		if err != nil {
 			return false, err.Error()
-		}
-		n := 0
-		var msgs []string
-		for _, e := range events.Items {
-			if e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "has no ready endpoint") {
-				n += max(int(e.Count), 1)
-				msgs = append(msgs, fmt.Sprintf("%s (x%d, from %s)", e.Message, e.Count, e.Source.Host))
-			}
 		}
 		return n == want, fmt.Sprintf("%d L2NotAnnounced Events for want of a ready endpoint on %s/%s, want %d: %q", n, s.ns, svc, want, msgs)
 	})
