@@ -72,20 +72,7 @@ spec:
 
 	// Only reserved pools select a Service (gold-pool selects every
 	// Service): it waits, and says why.
-	s.apply(`
-apiVersion: "cilium.io/v2alpha1"
-kind: CiliumLoadBalancerIPPool
-metadata:
-  name: "red-pool"
-  annotations:
-    lbipam.herald.io/auto-assign: "false"
-spec:
-  blocks:
-  - cidr: "20.0.40.0/24"
-  serviceSelector:
-    matchLabels:
-      color: red
----
+	s.apply(redPool("false") + `---
 apiVersion: "cilium.io/v2alpha1"
 kind: CiliumLoadBalancerIPPool
 metadata:
@@ -110,42 +97,39 @@ spec:
 `)
 	s.apply(serviceYAML("red", map[string]string{"color": "red"}, nil))
 	s.waitPending("red", tables.ReasonNoPool,
-		`IP Pools that match this service are reserved for the services that name them or request their IPs (annotation lbipam.herald.io/auto-assign: "false"): 'gold-pool', 'red-pool'`)
+		onlyReserved)
 
 	// A typo: the pool says so, and stays reserved meanwhile.
-	s.apply(`
-apiVersion: "cilium.io/v2alpha1"
-kind: CiliumLoadBalancerIPPool
-metadata:
-  name: "red-pool"
-  annotations:
-    lbipam.herald.io/auto-assign: "flase"
-spec:
-  blocks:
-  - cidr: "20.0.40.0/24"
-  serviceSelector:
-    matchLabels:
-      color: red
-`)
+	s.apply(redPool("flase"))
 	s.waitPoolCondition("red-pool", tables.ConditionPoolBadAnnotations, metav1.ConditionTrue, tables.ReasonError,
 		`annotation lbipam.herald.io/auto-assign: "flase" is not true or false; the pool is reserved until it is fixed`)
 	s.waitPending("red", tables.ReasonNoPool,
-		`IP Pools that match this service are reserved for the services that name them or request their IPs (annotation lbipam.herald.io/auto-assign: "false"): 'gold-pool', 'red-pool'`)
+		onlyReserved)
 	// Fixed: the condition resolves, and the Service gets its address.
-	s.apply(`
+	s.apply(redPool("true"))
+	s.waitSatisfied("red", "20.0.40.0")
+	s.waitPoolCondition("red-pool", tables.ConditionPoolBadAnnotations, metav1.ConditionFalse, tables.ReasonResolved, "")
+}
+
+// redPool is a pool for the Services labelled color=red, with its
+// auto-assign annotation set to autoAssign.
+func redPool(autoAssign string) string {
+	return `
 apiVersion: "cilium.io/v2alpha1"
 kind: CiliumLoadBalancerIPPool
 metadata:
   name: "red-pool"
   annotations:
-    lbipam.herald.io/auto-assign: "true"
+    lbipam.herald.io/auto-assign: "` + autoAssign + `"
 spec:
   blocks:
   - cidr: "20.0.40.0/24"
   serviceSelector:
     matchLabels:
       color: red
-`)
-	s.waitSatisfied("red", "20.0.40.0")
-	s.waitPoolCondition("red-pool", tables.ConditionPoolBadAnnotations, metav1.ConditionFalse, tables.ReasonResolved, "")
+`
 }
+
+// onlyReserved is the condition message of a Service that only the
+// reserved gold-pool and red-pool select.
+const onlyReserved = `IP Pools that match this service are reserved for the services that name them or request their IPs (annotation lbipam.herald.io/auto-assign: "false"): 'gold-pool', 'red-pool'`
