@@ -139,6 +139,9 @@ func Up(ctx context.Context, dir string, o Options) (*Cluster, error) {
 			return fail(err)
 		}
 	}
+	if err := fenceServiceRanges("add"); err != nil {
+		return fail(err)
+	}
 	c.state.Sysctls = map[string]string{}
 	for _, s := range kubeletSysctls {
 		if b, err := os.ReadFile("/proc/sys/" + s); err == nil {
@@ -413,6 +416,14 @@ func RepoRoot() string { return cluster.RepoRoot() }
 // the machine), so the ranges go via the control plane's address (IPv6:
 // on the LAN). kube-proxy rewrites every packet to a Service with
 // endpoints before it is sent.
+//
+// The control plane's host is no node: it has no routes to the pods, and
+// its default route leaves the machine. So a node masquerades what it
+// forwards from elsewhere (its pods) to the control plane, as a CNI that
+// masquerades traffic leaving the pod network does: a pod that talks to
+// the API server (MetalLB's controller, through the kubernetes Service)
+// gets its answers, and no answer to a pod address is ever sent off the
+// machine.
 func routeServices(netns string, via netip.Addr) error {
 	// New devices (the pods' bridge and veths) get IPv6, as on any host;
 	// the LAN keeps its quiet eth0 (no router solicitations, no DAD).
@@ -427,5 +438,27 @@ func routeServices(netns string, via netip.Addr) error {
 			return fmt.Errorf("ip %v: %w: %s", args, err, bytes.TrimSpace(out))
 		}
 	}
+	masq := []string{"netns", "exec", netns, "iptables", "-w", "-t", "nat", "-A", "POSTROUTING",
+		"!", "-s", LAN.String(), "-d", netip.PrefixFrom(via, 32).String(), "-o", "eth0", "-j", "MASQUERADE"}
+	if out, err := exec.Command("ip", masq...).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip %v: %w: %s", masq, err, bytes.TrimSpace(out))
+	}
 	return nil
+}
+
+// fenceServiceRanges adds (op "add") or removes ("del") unreachable routes
+// for the ClusterIP ranges in this machine's own namespace, where the
+// control plane runs. It has no kube-proxy, so nothing rewrites a packet
+// it sends to a ClusterIP (to a webhook or an aggregated API behind a
+// Service), and without these routes such a packet would leave by the
+// machine's default route.
+func fenceServiceRanges(op string) error {
+	var errs []error
+	for _, r := range []netip.Prefix{ServiceCIDR, ServiceCIDR6} {
+		out, err := exec.Command("ip", "route", op, "unreachable", r.String()).CombinedOutput()
+		if err != nil && !(op == "del" && bytes.Contains(out, []byte("No such process"))) {
+			errs = append(errs, fmt.Errorf("ip route %s unreachable %s: %w: %s", op, r, err, bytes.TrimSpace(out)))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -47,6 +47,9 @@ func Down(dir string) error {
 		}
 	}
 	errs = append(errs, netlab.Cleanup(Prefix)...)
+	if err := fenceServiceRanges("del"); err != nil {
+		errs = append(errs, err)
+	}
 	for s, v := range st.Sysctls {
 		if err := os.WriteFile("/proc/sys/"+s, []byte(v), 0o644); err != nil {
 			errs = append(errs, err)
