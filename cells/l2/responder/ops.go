@@ -28,6 +28,9 @@ type mapOps struct {
 	// (neigh.Probe); conflicts reports the ones that do.
 	probe     func(ifindex int, self net.HardwareAddr, ips []netip.Addr) (map[netip.Addr]net.HardwareAddr, error)
 	conflicts *conflicts
+	// waiting are the entries whose probe another host answered, probed
+	// again with every round of their interface.
+	waiting *waitlist
 }
 
 // Update programs one entry (the reconciler's retries come here; new
@@ -39,14 +42,11 @@ func (o *mapOps) Update(ctx context.Context, txn statedb.ReadTxn, rev statedb.Re
 }
 
 // UpdateBatch programs entries. An address new to the map is probed first
-// (all new ones of an interface in one round): if another host answers for
-// it, the entry is not programmed, the conflict is reported, and the
-// entry's error makes the reconciler retry (probe again) later.
+// (all new ones of an interface in one round, with the ones waiting there):
+// if another host answers for it, the entry is not programmed, the
+// conflict is reported, and the entry's error makes the reconciler retry
+// (probe again) later.
 func (o *mapOps) UpdateBatch(_ context.Context, _ statedb.ReadTxn, batch []reconciler.BatchEntry[*tables.L2AnnounceEntry]) {
-	type port struct {
-		ifindex int
-		mac     string
-	}
 	fresh := map[port][]int{} // indexes into batch of the entries to probe
 	for i := range batch {
 		e := batch[i].Object
@@ -60,44 +60,76 @@ func (o *mapOps) UpdateBatch(_ context.Context, _ statedb.ReadTxn, batch []recon
 		case err != nil:
 			batch[i].Result = err
 		case !has:
-			p := port{e.Ifindex, e.MAC}
+			p := portOf(e)
 			fresh[p] = append(fresh[p], i)
-		}
-	}
-	for p, idx := range fresh {
-		ips := make([]netip.Addr, len(idx))
-		for j, i := range idx {
-			ips[j] = batch[i].Object.IP
-		}
-		found, err := o.probe(p.ifindex, batch[idx[0]].Object.HardwareAddr(), ips)
-		if err != nil {
-			// Probing is a safety net: without it the addresses are still
-			// this node's to announce.
-			o.log.Warn("Cannot probe for address conflicts; announcing without", "ifindex", p.ifindex, "error", err)
-		}
-		for _, i := range idx {
-			e := batch[i].Object
-			if other, ok := found[e.IP]; ok {
-				batch[i].Result = o.conflicts.found(e, other, whenProbing)
-			}
+		default:
+			o.waiting.remove(keyOf(e)) // programmed with another's round
 		}
 	}
 	// The entries new to the map: this node just took their IPs over.
 	created := map[port][]*tables.L2AnnounceEntry{}
+	for p, idx := range fresh {
+		for _, e := range o.probeRound(p, batch, idx) {
+			created[p] = append(created[p], e)
+		}
+	}
 	for i := range batch {
 		e := batch[i].Object
 		if batch[i].Result == nil && !e.Withdrawn {
 			var isNew bool
 			isNew, batch[i].Result = o.program(e)
 			if isNew {
-				p := port{e.Ifindex, e.MAC}
-				created[p] = append(created[p], e)
+				created[portOf(e)] = append(created[portOf(e)], e)
 			}
 		}
 	}
 	for p, entries := range created {
 		o.announceNew(p.ifindex, entries)
 	}
+}
+
+// probeRound probes, on port p, the addresses of the batch's entries idx
+// and those waiting there. A batch entry another host answers for gets
+// the conflict as its result and waits; a waiting one found free is
+// programmed at once and returned, to be announced.
+func (o *mapOps) probeRound(p port, batch []reconciler.BatchEntry[*tables.L2AnnounceEntry], idx []int) (programmed []*tables.L2AnnounceEntry) {
+	inBatch := make(map[entryKey]bool, len(idx))
+	ips := make([]netip.Addr, 0, len(idx))
+	for _, i := range idx {
+		inBatch[keyOf(batch[i].Object)] = true
+		ips = append(ips, batch[i].Object.IP)
+	}
+	waiting := o.waiting.on(p, inBatch)
+	for _, e := range waiting {
+		ips = append(ips, e.IP)
+	}
+	found, err := o.probe(p.ifindex, batch[idx[0]].Object.HardwareAddr(), ips)
+	if err != nil {
+		// Probing is a safety net: without it the addresses are still
+		// this node's to announce.
+		o.log.Warn("Cannot probe for address conflicts; announcing without", "ifindex", p.ifindex, "error", err)
+	}
+	for _, i := range idx {
+		e := batch[i].Object
+		if other, ok := found[e.IP]; ok {
+			batch[i].Result = o.conflicts.found(e, other, whenProbing)
+			o.waiting.add(e)
+		} else {
+			o.waiting.remove(keyOf(e))
+		}
+	}
+	for _, e := range waiting {
+		if _, ok := found[e.IP]; ok {
+			continue
+		}
+		o.waiting.remove(keyOf(e))
+		// The entry's own retry finds it in the map; if this fails, that
+		// retry probes and programs it again.
+		if isNew, err := o.program(e); err == nil && isNew {
+			programmed = append(programmed, e)
+		}
+	}
+	return programmed
 }
 
 // announceNew tells the LAN that the entries' IPs, new to the map, are at
@@ -152,6 +184,7 @@ func (o *mapOps) withdraw(e *tables.L2AnnounceEntry) error {
 		o.log.Info("Withdrawing", "ip", e.IP, "interface", e.NetworkInterface)
 	}
 	o.conflicts.forget(e)
+	o.waiting.remove(keyOf(e))
 	if err := o.h.get().Delete(e.IP, e.Ifindex); err != nil {
 		return err
 	}
@@ -163,22 +196,19 @@ func (o *mapOps) withdraw(e *tables.L2AnnounceEntry) error {
 
 // Prune removes map entries the table does not want.
 func (o *mapOps) Prune(_ context.Context, _ statedb.ReadTxn, want iter.Seq2[*tables.L2AnnounceEntry, statedb.Revision]) error {
-	type key struct {
-		ip      netip.Addr
-		ifindex int
-	}
-	wanted := map[key]bool{}
+	wanted := map[entryKey]bool{}
 	for e := range want {
 		if !e.Withdrawn {
-			wanted[key{e.IP, e.Ifindex}] = true
+			wanted[keyOf(e)] = true
 		}
 	}
+	o.waiting.retain(wanted)
 	entries, err := o.h.get().Entries()
 	if err != nil {
 		return err
 	}
 	for _, m := range entries {
-		if !wanted[key{m.IP, m.Ifindex}] {
+		if !wanted[entryKey{m.IP, m.Ifindex}] {
 			o.log.Info("Removing stray responder entry", "ip", m.IP, "ifindex", m.Ifindex)
 			if err := o.h.get().Delete(m.IP, m.Ifindex); err != nil {
 				return err

@@ -79,7 +79,7 @@ func registerResponder(p params) error {
 		(*tables.L2AnnounceEntry).SetStatus,
 		(*tables.L2AnnounceEntry).GetStatus,
 		ops, ops,
-		reconciler.WithRetry(50*time.Millisecond, 10*time.Second),
+		reconciler.WithRetry(50*time.Millisecond, retryMax),
 		// A full pass every minute removes strays: map entries nobody wants
 		// (left by a crash, or written by hand).
 		reconciler.WithPruning(time.Minute),
@@ -156,7 +156,7 @@ func heartbeat(ctx context.Context, p params, h *handle, health cell.Health) err
 // newMapOps is the reconciler's operations on the program's maps, with
 // the probes and announcements around a takeover.
 func newMapOps(p params, h *handle, nd *neigh.NDP, m *metrics, cf *conflicts) *mapOps {
-	ops := &mapOps{h: h, log: p.Log, ndp: nd, conflicts: cf,
+	ops := &mapOps{h: h, log: p.Log, ndp: nd, conflicts: cf, waiting: newWaitlist(),
 		probe: func(ifindex int, self net.HardwareAddr, ips []netip.Addr) (map[netip.Addr]net.HardwareAddr, error) {
 			return neigh.Probe(ifindex, self, ips, probeWait)
 		}}
@@ -184,6 +184,15 @@ func newMapOps(p params, h *handle, nd *neigh.NDP, m *metrics, cf *conflicts) *m
 	}
 	return ops
 }
+
+// retryMax bounds the reconciler's backoff. Its most common error is an
+// address conflict found by the probe: the entry is retried, that is
+// probed again, until the other host gives the address up. Half a second
+// at most between probes lets a node take the address within about that
+// once it is free, which is what a takeover from another announcer needs
+// (Documentation/migrating-from-metallb.md), for at most two probe frames
+// a second per address in conflict.
+const retryMax = 500 * time.Millisecond
 
 // probeWait is how long a probe for address conflicts listens for answers
 // before this node starts answering (neigh.Probe). A host on the LAN
