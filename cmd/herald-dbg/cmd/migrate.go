@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,7 @@ func migrateCmd() *cobra.Command {
 	var files []string
 	var namespace string
 	var apply bool
+	var only []string
 	metallb := &cobra.Command{
 		Use:   "metallb [-f FILE]... [--apply]",
 		Short: "Print Herald's equivalents of MetalLB's objects, with how well each field maps; --apply applies them (nothing is deleted)",
@@ -31,7 +33,7 @@ manifest: the mapping of every MetalLB field (exact, approximate, none, with the
 reason) as comments, then Herald's objects, named as the MetalLB objects are.
 With --apply the objects are also written with server-side apply (field
 manager herald-migrate, no force). Nothing is ever deleted, MetalLB's objects
-included.`,
+included. --only picks parts (lb-ipam, l2, bgp), for a takeover in steps.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if ctx == nil {
@@ -48,7 +50,10 @@ included.`,
 			if err := readMetalLB(ctx, &in, files, dyn, namespace, cmd.InOrStdin()); err != nil {
 				return err
 			}
-			res := migrate.Translate(in)
+			res, err := migrate.Translate(in).Only(only)
+			if err != nil {
+				return err
+			}
 			out := cmd.OutOrStdout()
 			if err := res.Render(out); err != nil {
 				return err
@@ -66,6 +71,7 @@ included.`,
 	metallb.Flags().StringSliceVarP(&files, "filename", "f", nil, "YAML or JSON file(s) with MetalLB objects (kubectl get -o yaml output too); \"-\" reads stdin. Without it, the objects are listed from the cluster")
 	metallb.Flags().StringVarP(&namespace, "namespace", "n", "", "Namespace to list MetalLB's objects from (default: every namespace)")
 	metallb.Flags().BoolVar(&apply, "apply", false, "Apply Herald's objects to the cluster (server-side apply, field manager herald-migrate); nothing is deleted")
+	metallb.Flags().StringSliceVar(&only, "only", nil, "Print and apply only these parts: "+strings.Join(migrate.Parts, ", ")+" (the report still covers every field); a takeover from a running MetalLB applies l2 last")
 	m.AddCommand(metallb)
 	return m
 }
