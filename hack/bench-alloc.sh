@@ -6,7 +6,7 @@
 #  (2) end to end: test/bench/cmd/bench-e2e, one fresh etcd + kube-apiserver
 #      per measurement, rounds of: the API server alone, the null controller
 #      (test/bench/cmd/bench-null), herald-agent and MetalLB's controller
-#      (built from its Go module by hack/metallb-controller.sh).
+#      (built from its Go module by hack/metallb.sh).
 #
 # Knobs (environment): BENCH_SERVICES (1000), BENCH_WORKERS (16),
 # BENCH_ROUNDS (3), BENCH_AGENT_ARGS (extra herald-agent flags, default none),
@@ -72,7 +72,7 @@ run "${GO}" build -o _output/bin/bench-e2e ./test/bench/cmd/bench-e2e
 run "${GO}" build -o _output/bin/bench-null ./test/bench/cmd/bench-null
 metallb=()
 if [[ "${with_metallb}" != 0 ]]; then
-	dir="$(hack/metallb-controller.sh)"
+	dir="$(hack/metallb.sh)"
 	metallb=(-metallb "${dir}/controller" -metallb-crds "${dir}/crds")
 fi
 # shellcheck disable=SC2086 # word splitting of the flags is wanted

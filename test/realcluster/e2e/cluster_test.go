@@ -29,6 +29,7 @@ func TestRealCluster(t *testing.T) {
 		{"KubeletAndRuntimeRestart", testKubeletAndRuntimeRestart},
 		{"NodeDeletedAndBack", testNodeDeletedAndBack},
 		{"Upgrades", testUpgrades},
+		{"TakeoverFromMetalLB", testTakeoverFromMetalLB},
 	} {
 		if !t.Run(step.name, step.run) {
 			return

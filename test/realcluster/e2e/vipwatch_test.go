@@ -45,10 +45,18 @@ type vipWatch struct {
 
 func watchVIPs(t testing.TB, vips ...netip.Addr) *vipWatch {
 	t.Helper()
+	return watchVIPsEvery(t, probeEvery, vips...)
+}
+
+// watchVIPsEvery is watchVIPs asking every interval: many VIPs at once
+// are asked less often, so that the nodes answering (and MetalLB's
+// speakers, which answer from user space) are not flooded.
+func watchVIPsEvery(t testing.TB, interval time.Duration, vips ...netip.Addr) *vipWatch {
+	t.Helper()
 	c := client(t)
 	w := &vipWatch{c: c, start: c.Mark(), began: time.Now(), probers: map[netip.Addr]*arpwatch.MarkedProber{}}
 	for _, v := range vips {
-		w.probers[v] = c.StartMarkedProber(v, probeEvery)
+		w.probers[v] = c.StartMarkedProber(v, interval)
 	}
 	return w
 }

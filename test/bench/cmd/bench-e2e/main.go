@@ -10,7 +10,7 @@
 //   - herald: herald-agent (-agent, repeatable as LABEL=PATH to compare
 //     builds);
 //   - metallb: MetalLB's controller, when -metallb names its binary
-//     (hack/metallb-controller.sh builds it from the Go module proxy).
+//     (hack/metallb.sh builds it from the Go module proxy).
 //
 // Every measurement starts a fresh cluster, starts the contender, waits
 // until a canary Service got an IP (the contender is ready), creates N
@@ -74,7 +74,7 @@ func main() {
 	flag.Var(&o.agents, "agent", "herald-agent binary, as PATH or LABEL=PATH; repeat to compare builds (default _output/bin/herald-agent)")
 	flag.StringVar(&o.agentArgs, "agent-args", "", "extra herald-agent flags, space separated (e.g. \"--k8s-client-qps=500\")")
 	flag.StringVar(&o.null, "null", "_output/bin/bench-null", "the null controller's binary")
-	flag.StringVar(&o.metallb, "metallb", "", "MetalLB controller binary (hack/metallb-controller.sh prints its path); empty leaves MetalLB out")
+	flag.StringVar(&o.metallb, "metallb", "", "MetalLB controller binary (hack/metallb.sh prints its path); empty leaves MetalLB out")
 	flag.StringVar(&o.metallbCRDs, "metallb-crds", "", "directory of MetalLB's CRDs (config/crd/bases of the same version)")
 	flag.StringVar(&o.metallbArgs, "metallb-args", "", "extra MetalLB controller flags, space separated")
 	flag.StringVar(&o.poolCIDR, "pool-cidr", "198.18.0.0/16", "the one block of every contender's address pool")
@@ -164,7 +164,7 @@ func (o options) contenders() ([]contender, error) {
 	}
 	if want["metallb"] {
 		if o.metallb == "" || o.metallbCRDs == "" {
-			return nil, errors.New("metallb: give -metallb and -metallb-crds (hack/metallb-controller.sh)")
+			return nil, errors.New("metallb: give -metallb and -metallb-crds (hack/metallb.sh)")
 		}
 		cs = append(cs, contender{kind: kindMetalLB, label: "metallb controller", bin: abs(o.metallb),
 			crds: abs(o.metallbCRDs), args: strings.Fields(o.metallbArgs)})
