@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -93,7 +94,7 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 		}
 		changed := tablesync.Sync(wtxn, p.Candidates, rows, func(c *tables.L2Candidate) string { return c.Group }, same)
 		wtxn.Commit()
-		reportStranded(p, strandedServices(in), in.services, reported)
+		reportStranded(p, strandedServices(in), in.services, rows, reported)
 		health.OK(fmt.Sprintf("%d groups, %d rows changed", len(rows), changed))
 	})
 	return nil
@@ -116,7 +117,7 @@ const EventNotAnnounced = "L2NotAnnounced"
 // the policies select for it), and forgets the ones that are no longer
 // stranded, so that the Event comes again if it strands again: one Event
 // per transition, not per derivation.
-func reportStranded(p params, now []stranded, services []*tables.Service, reported map[string]strandCause) {
+func reportStranded(p params, now []stranded, services []*tables.Service, rows []*tables.L2Candidate, reported map[string]strandCause) {
 	node := p.Agent.Node()
 	still := map[string]bool{}
 	for _, st := range now {
@@ -128,26 +129,25 @@ func reportStranded(p params, now []stranded, services []*tables.Service, report
 			continue
 		}
 		reported[st.service] = st.cause
-		var ips []string
+		var ips []netip.Addr
 		for _, svc := range services {
 			if svc.Key() == st.service {
-				for _, ip := range slices.Concat(svc.IngressIPs, svc.ExternalIPs) {
-					ips = append(ips, ip.String())
-				}
+				ips = slices.Concat(svc.IngressIPs, svc.ExternalIPs)
 			}
 		}
 		ns, name, _ := strings.Cut(st.service, "/")
 		ref := &corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name}
+		subject, shared := notAnnouncedSubject(st.service, ips, rows)
 		switch st.cause {
 		case noReadyEndpoint:
 			p.Events.Eventf(ref, corev1.EventTypeWarning, EventNotAnnounced,
-				"No node announces %s: the Service has no ready endpoint (enable-no-service-endpoints-routable is false); announced again once one is ready",
-				strings.Join(ips, ", "))
+				"%s: the Service has no ready endpoint (enable-no-service-endpoints-routable is false); announced again once one is ready%s",
+				subject, shared)
 			p.Log.Warn("Service not announced: no ready endpoint", "service", st.service)
 		case noLocalEndpoint:
 			p.Events.Eventf(ref, corev1.EventTypeWarning, EventNotAnnounced,
-				"No node announces %s: externalTrafficPolicy is Local and none of the %d nodes the L2 announcement policies select for it runs a ready endpoint",
-				strings.Join(ips, ", "), st.selected)
+				"%s: externalTrafficPolicy is Local and none of the %d nodes the L2 announcement policies select for it runs a ready endpoint%s",
+				subject, st.selected, shared)
 			p.Log.Warn("Service not announced: no ready local endpoint on any selected node", "service", st.service, "selectedNodes", st.selected)
 		}
 	}
@@ -156,4 +156,43 @@ func reportStranded(p params, now []stranded, services []*tables.Service, report
 			delete(reported, svc)
 		}
 	}
+}
+
+// notAnnouncedSubject starts the Event of a stranded Service: "No node
+// announces IPs". When other Services share some of its IPs and are
+// announced, those IPs are still answered for, and shared says so (". IP
+// stays announced for ns/other, which shares it"), lest the Event read as
+// if the address were gone from the LAN.
+func notAnnouncedSubject(service string, ips []netip.Addr, rows []*tables.L2Candidate) (subject, shared string) {
+	announcedFor := map[netip.Addr][]string{}
+	for _, r := range rows {
+		if len(r.Nodes) == 0 {
+			continue
+		}
+		for _, ip := range r.IPs {
+			for _, s := range r.Services {
+				if s != service && !slices.Contains(announcedFor[ip], s) {
+					announcedFor[ip] = append(announcedFor[ip], s)
+				}
+			}
+		}
+	}
+	strs := make([]string, len(ips))
+	var notes []string
+	for i, ip := range ips {
+		strs[i] = ip.String()
+		if others := announcedFor[ip]; len(others) > 0 {
+			slices.Sort(others)
+			verb := "share"
+			if len(others) == 1 {
+				verb = "shares"
+			}
+			notes = append(notes, fmt.Sprintf("%s stays announced for %s, which %s it", ip, strings.Join(others, ", "), verb))
+		}
+	}
+	subject = "No node announces " + strings.Join(strs, ", ")
+	if len(notes) == 0 {
+		return subject, ""
+	}
+	return subject + " for this Service", ". " + strings.Join(notes, "; ")
 }

@@ -3,6 +3,7 @@ package candidates
 import (
 	"log/slog"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ func TestReportStranded(t *testing.T) {
 	services := []*tables.Service{svc("shop/web", nil, "", []string{"198.18.0.220"}, nil)}
 	reported := map[string]strandCause{}
 	round := func(sts ...stranded) []string {
-		reportStranded(p, sts, services, reported)
+		reportStranded(p, sts, services, nil, reported)
 		var got []string
 		for len(events.Events) > 0 {
 			got = append(got, <-events.Events)
@@ -55,5 +56,31 @@ func TestReportStranded(t *testing.T) {
 	}
 	if len(reported) != 0 {
 		t.Fatalf("still remembered: %v", slices.Collect(maps.Keys(reported)))
+	}
+}
+
+// TestNotAnnouncedSubject: an IP another announced Service shares is said
+// to stay announced; the Service's own IPs alone read as before.
+func TestNotAnnouncedSubject(t *testing.T) {
+	ip := func(s string) netip.Addr { return netip.MustParseAddr(s) }
+	rows := []*tables.L2Candidate{
+		{Group: "shop/web", Services: []string{"shop/api", "shop/web"}, IPs: []netip.Addr{ip("198.18.0.220")}, Nodes: []string{"node1"}},
+		{Group: "shop/idle", Services: []string{"shop/idle"}, IPs: []netip.Addr{ip("198.18.0.221")}},
+	}
+	for _, tc := range []struct {
+		name, service string
+		ips           []netip.Addr
+		subject       string
+		shared        string
+	}{
+		{"alone", "shop/lone", []netip.Addr{ip("198.18.0.230")}, "No node announces 198.18.0.230", ""},
+		{"shares an announced IP", "shop/web", []netip.Addr{ip("198.18.0.220")},
+			"No node announces 198.18.0.220 for this Service", ". 198.18.0.220 stays announced for shop/api, which shares it"},
+		{"shares with a group nobody may announce", "shop/other", []netip.Addr{ip("198.18.0.221")}, "No node announces 198.18.0.221", ""},
+	} {
+		subject, shared := notAnnouncedSubject(tc.service, tc.ips, rows)
+		if subject != tc.subject || shared != tc.shared {
+			t.Errorf("%s: %q %q, want %q %q", tc.name, subject, shared, tc.subject, tc.shared)
+		}
 	}
 }
