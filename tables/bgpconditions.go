@@ -27,4 +27,8 @@ const (
 	// ReasonBFDNotUp: every session is established, but a peer's BFD
 	// session is not up, so that peer's failover takes the hold time.
 	ReasonBFDNotUp = "BFDNotUp"
+	// ReasonBGPNoIPv6NextHop: every session is established, but an IPv4
+	// peer with the ipv6-unicast family gets no IPv6 routes: the node has
+	// no IPv6 address on the interface toward it to name as next hop.
+	ReasonBGPNoIPv6NextHop = "NoIPv6NextHop"
 )

@@ -48,6 +48,10 @@ type BGPPeerState struct {
 	// do (keepalives are other messages), so the row changes no more often.
 	UpdatesSent     uint64 `json:"updatesSent,omitempty"`
 	UpdatesReceived uint64 `json:"updatesReceived,omitempty"`
+	// NextHopError says why the peer (IPv4, with the ipv6-unicast family)
+	// gets none of the node's IPv6 routes: the node has no IPv6 address
+	// to name as their next hop on the interface toward it.
+	NextHopError string `json:"nextHopError,omitempty"`
 }
 
 // BGPFamilyRoutes counts one family's routes of a session.
@@ -75,7 +79,7 @@ func (p *BGPPeerState) TableRow() []string {
 		since = p.Since.UTC().Format(time.RFC3339)
 	}
 	return []string{p.Instance, p.Peer, addrOrDash(p.Address), fmt.Sprint(p.ASN), p.State, dash(p.BFD), since,
-		dash(strings.Join(routes, ", ")), dash(p.LastError)}
+		dash(strings.Join(routes, ", ")), dash(strings.Join(nonEmpty(p.LastError, p.NextHopError), "; "))}
 }
 
 // BGPPeerKeyIndex is the primary index of bgp-peers.
@@ -84,4 +88,14 @@ var BGPPeerKeyIndex = nameIndex(func(p *BGPPeerState) string { return p.Key() })
 // NewBGPPeersTable creates the bgp-peers table.
 func NewBGPPeersTable(db *statedb.DB) (statedb.RWTable[*BGPPeerState], error) {
 	return statedb.NewTable(db, BGPPeersTableName, BGPPeerKeyIndex)
+}
+
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

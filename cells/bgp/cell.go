@@ -26,7 +26,7 @@ var Cell = cell.Group(
 	// enable-bgp-control-plane and bgp-secrets-namespace, read by every
 	// cell of the feature.
 	cell.Config(bgpconfig.Defaults),
-	cell.Provide(lbClass),
+	cell.Provide(asks),
 	// The kinds only this feature reads, for the ground floor to reflect.
 	kinds,
 	desired.Cell,
@@ -35,11 +35,18 @@ var Cell = cell.Group(
 	status.Cell,
 )
 
-// lbClass asks LB IPAM for IPs for Services of class
-// io.cilium/bgp-control-plane while the feature is on.
-func lbClass(c bgpconfig.Config) tables.LBClasses {
-	if !c.EnableBGPControlPlane {
-		return tables.LBClasses{}
+// asks for what the feature needs of others while it is on: LB IPAM's
+// IPs for Services of class io.cilium/bgp-control-plane, and the devices
+// table (the speaker finds there the IPv6 next hop of IPv6 routes sent
+// over IPv4 sessions).
+func asks(c bgpconfig.Config) (out struct {
+	cell.Out
+	Devices tables.DeviceNeed `group:"device-needs"`
+	Classes []tables.LBClass  `group:"lb-classes,flatten"`
+}) {
+	out.Devices = tables.DeviceNeed{By: "bgp-control-plane", Needed: c.EnableBGPControlPlane}
+	if c.EnableBGPControlPlane {
+		out.Classes = []tables.LBClass{{Class: tables.LBClassBGP}}
 	}
-	return tables.LBClasses{Classes: []tables.LBClass{{Class: tables.LBClassBGP}}}
+	return out
 }

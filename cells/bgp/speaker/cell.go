@@ -5,7 +5,9 @@
 // Service created or deleted costs one prefix's worth of work whatever the
 // number of routes.
 //
-// Reads: tables bgp-instances, bgp-routes.
+// Reads: tables bgp-instances, bgp-routes, bgp-bfd, devices (the IPv6
+// next hop of IPv6 routes to IPv4 peers) and the kernel route to such a
+// peer.
 // Writes: table bgp-peers; BGP sessions.
 package speaker
 

@@ -114,12 +114,18 @@ type exportKey struct {
 	peer  netip.Addr
 	ipv6  bool
 	attrs string // tables.BGPAttributes.Key()
+	// nextHop is the IPv6 next hop of IPv6 routes to an IPv4 peer
+	// (nexthop.go); invalid otherwise: GoBGP uses the session's address.
+	nextHop netip.Addr
 }
 
 // name is the policy's (and its prefix set's) name in GoBGP.
 func (k exportKey) name() string {
 	h := fnv.New32a()
 	h.Write([]byte(k.attrs))
+	if k.nextHop.IsValid() {
+		h.Write([]byte(" nexthop " + k.nextHop.String()))
+	}
 	fam := "v4"
 	if k.ipv6 {
 		fam = "v6"
@@ -145,8 +151,8 @@ func prefixSet(name string, prefixes ...netip.Prefix) *api.DefinedSet {
 	return s
 }
 
-// exportPolicy accepts the prefixes of its prefix set towards its peer and
-// adds the attributes.
+// exportPolicy accepts the prefixes of its prefix set towards its peer,
+// adds the attributes and sets the next hop it names.
 func exportPolicy(k exportKey, attrs tables.BGPAttributes) *api.Policy {
 	actions := &api.Actions{RouteAction: api.RouteAction_ACCEPT}
 	if len(attrs.Communities) > 0 {
@@ -157,6 +163,9 @@ func exportPolicy(k exportKey, attrs tables.BGPAttributes) *api.Policy {
 	}
 	if attrs.LocalPreference != nil {
 		actions.LocalPref = &api.LocalPrefAction{Value: uint32(*attrs.LocalPreference)}
+	}
+	if k.nextHop.IsValid() {
+		actions.Nexthop = &api.NexthopAction{Address: k.nextHop.String()}
 	}
 	name := k.name()
 	return &api.Policy{Name: name, Statements: []*api.Statement{{

@@ -52,6 +52,16 @@ func TestExportNames(t *testing.T) {
 		s.Actions.LargeCommunity.Communities[0] != "1:2:3" || s.Actions.LocalPref.Value != 7 {
 		t.Errorf("policy %+v", pol)
 	}
+	if s.Actions.Nexthop != nil {
+		t.Errorf("a policy without a next hop sets one: %+v", s.Actions.Nexthop)
+	}
+	nh := exportKey{peer: netip.MustParseAddr("198.18.0.1"), ipv6: true, attrs: "c=1:1", nextHop: netip.MustParseAddr("fd00::11")}
+	if nh.name() == (exportKey{peer: nh.peer, ipv6: true, attrs: "c=1:1"}).name() {
+		t.Error("a next hop does not change the policy name")
+	}
+	if got := exportPolicy(nh, tables.BGPAttributes{}).Statements[0].Actions.Nexthop; got == nil || got.Address != "fd00::11" {
+		t.Errorf("next hop action %+v, want fd00::11", got)
+	}
 	if got := prefixSet("x", netip.MustParsePrefix("198.18.0.1/32")).Prefixes[0]; got.MaskLengthMin != 32 || got.MaskLengthMax != 32 {
 		t.Errorf("prefix set matches more than the prefix: %+v", got)
 	}

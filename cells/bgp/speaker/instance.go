@@ -41,6 +41,10 @@ type speaker struct {
 	peers    map[string]tables.BGPPeer // by name, as configured in GoBGP
 	prefixes map[netip.Prefix]*advertised
 	policies map[exportKey]int // prefixes in each export policy's set
+	// nextHops are the IPv6 next hops of the peers that need one (IPv4
+	// peers with ipv6-unicast), by peer name; set each round by
+	// applyNextHops.
+	nextHops map[string]nextHop6
 }
 
 // advertised is one prefix in the RIB and the export policy of each peer
@@ -145,7 +149,7 @@ func sameSession(a, b tables.BGPPeer) bool {
 // that remain configured after this round; the addresses of peers that
 // must be soft-reset to hear of the change are added to resetOut.
 func (s *speaker) setPrefix(ctx context.Context, p netip.Prefix, routes []*tables.BGPRoute, staying map[string]bool, resetOut map[netip.Addr]bool) error {
-	want, attrs := exportsOf(p, routes)
+	want, attrs := exportsOf(p, routes, s.nextHops)
 	cur := s.prefixes[p]
 	if cur != nil && maps.Equal(cur.to, want) {
 		return nil
@@ -166,12 +170,18 @@ func (s *speaker) setPrefix(ctx context.Context, p netip.Prefix, routes []*table
 }
 
 // exportsOf gives, by peer, the export (and so the policy) each route
-// puts the prefix in, and the attributes of each export.
-func exportsOf(p netip.Prefix, routes []*tables.BGPRoute) (map[string]exportKey, map[exportKey]tables.BGPAttributes) {
+// puts the prefix in, and the attributes of each export. An IPv6 prefix
+// goes to an IPv4 peer with the peer's IPv6 next hop, and not at all
+// while it has none.
+func exportsOf(p netip.Prefix, routes []*tables.BGPRoute, hops map[string]nextHop6) (map[string]exportKey, map[exportKey]tables.BGPAttributes) {
 	want := map[string]exportKey{}
 	attrs := map[exportKey]tables.BGPAttributes{}
 	for _, r := range routes {
-		k := exportKey{peer: r.PeerAddress, ipv6: p.Addr().Is6(), attrs: r.Attributes.Key()}
+		nh, ok := nextHopOf(hops, r.Peer, p)
+		if !ok {
+			continue
+		}
+		k := exportKey{peer: r.PeerAddress, ipv6: p.Addr().Is6(), attrs: r.Attributes.Key(), nextHop: nh}
 		want[r.Peer] = k
 		attrs[k] = r.Attributes
 	}
@@ -373,6 +383,7 @@ func (s *speaker) peerStates(ctx context.Context, bfdRows map[netip.Addr]*tables
 		} else {
 			st.LastError = s.log.LastError(addr)
 		}
+		st.NextHopError = s.nextHops[cfg.Name].problem
 		for _, as := range p.GetAfiSafis() {
 			fam := as.GetState().GetFamily()
 			if fam == nil || !as.GetState().GetEnabled() {

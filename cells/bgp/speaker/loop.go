@@ -33,6 +33,7 @@ type params struct {
 	Routes    statedb.Table[*tables.BGPRoute]
 	Peers     statedb.RWTable[*tables.BGPPeerState]
 	BFD       statedb.Table[*tables.BGPBFDSession]
+	Devices   statedb.Table[*tables.Device]
 	Metrics   prometheus.Registerer `optional:"true"`
 }
 
@@ -66,7 +67,7 @@ type prefixKey struct {
 // the first UPDATEs (and, with graceful restart, the End-of-RIB) a peer
 // receives carry everything the node advertises.
 func run(ctx context.Context, p params, health cell.Health) error {
-	if err := tables.WaitInitialized(ctx, p.DB, p.Instances, p.Routes); err != nil {
+	if err := tables.WaitInitialized(ctx, p.DB, p.Instances, p.Routes, p.Devices); err != nil {
 		return nil
 	}
 	wtxn := p.DB.WriteTxn(p.Routes)
@@ -102,6 +103,8 @@ func run(ctx context.Context, p params, health cell.Health) error {
 		insts, instWatch := p.Instances.AllWatch(txn)
 		want := runnableInstances(insts)
 		errs := reconcileSpeakers(ctx, p, txn, speakers, want, dirty, peerEvent)
+		_, devWatch := p.Devices.AllWatch(txn)
+		applyNextHops(p, txn, speakers, want, dirty)
 		prefixErrs, resetOut := applyPrefixes(ctx, p, txn, speakers, configuredPeers(want), dirty, retry)
 		errs = append(errs, prefixErrs...)
 		errs = append(errs, applyPeers(ctx, speakers, want, resetOut)...)
@@ -109,7 +112,7 @@ func run(ctx context.Context, p params, health cell.Health) error {
 		writePeerStates(ctx, p, speakers, bfdRows)
 
 		retryC := reportRound(p, health, speakers, errs, retry)
-		w := wake{inst: instWatch, routes: routesWatch, retry: retryC, peerEvent: peerEvent, refresh: refresh.C, bfd: bfdWatch}
+		w := wake{inst: instWatch, routes: routesWatch, devices: devWatch, retry: retryC, peerEvent: peerEvent, refresh: refresh.C, bfd: bfdWatch}
 		if !waitForChange(ctx, p, speakers, w, bfdSeen, bfdRows) {
 			return nil
 		}
@@ -237,10 +240,13 @@ func reportRound(p params, health cell.Health, speakers map[string]*speaker, err
 // wake is what ends or interrupts the wait between rounds.
 type wake struct {
 	inst, routes <-chan struct{}
-	retry        <-chan time.Time
-	peerEvent    <-chan struct{}
-	refresh      <-chan time.Time
-	bfd          <-chan struct{}
+	// devices fires when an address or interface changes: the IPv6 next
+	// hops are resolved again.
+	devices   <-chan struct{}
+	retry     <-chan time.Time
+	peerEvent <-chan struct{}
+	refresh   <-chan time.Time
+	bfd       <-chan struct{}
 }
 
 // waitForChange blocks until an instance or route changes or the retry is
@@ -255,6 +261,8 @@ func waitForChange(ctx context.Context, p params, speakers map[string]*speaker, 
 		case <-w.inst:
 			return true
 		case <-w.routes:
+			return true
+		case <-w.devices:
 			return true
 		case <-w.retry:
 			return true

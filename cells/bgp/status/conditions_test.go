@@ -133,3 +133,35 @@ func TestNodeStatusBFD(t *testing.T) {
 		})
 	}
 }
+
+// An established IPv4 peer that gets no IPv6 routes for want of a next
+// hop makes PeersEstablished False with reason NoIPv6NextHop, naming it;
+// a session down still wins the reason.
+func TestNodeStatusNoIPv6NextHop(t *testing.T) {
+	inst := &tables.BGPInstance{Name: "main", LocalASN: 65001, Peers: []tables.BGPPeer{
+		{Name: "tor4", Address: netip.MustParseAddr("198.18.0.1"), ASN: 65000},
+		{Name: "other", Address: netip.MustParseAddr("198.18.0.2"), ASN: 65000},
+	}}
+	noHop := "no IPv6 next hop for its ipv6-unicast routes: eth0, the interface toward 198.18.0.1, has no global IPv6 address"
+	for _, c := range []struct {
+		name       string
+		otherState string
+		reason     string
+	}{
+		{"sessions up", tables.BGPStateEstablished, tables.ReasonBGPNoIPv6NextHop},
+		{"a session down too", tables.BGPStateActive, tables.ReasonBGPNotEstablished},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			peers := map[string]*tables.BGPPeerState{
+				"main/tor4":  {State: tables.BGPStateEstablished, NextHopError: noHop},
+				"main/other": {State: c.otherState},
+			}
+			st := nodeStatus([]*tables.BGPInstance{inst}, peers, nil, 1, time.Now())
+			est, _ := findCondition(st.Conditions, tables.ConditionBGPPeersEstablished)
+			if est.Status != metav1.ConditionFalse || est.Reason != c.reason ||
+				!strings.Contains(est.Message, `peer "tor4" (198.18.0.1) of instance "main" gets no IPv6 routes: `+noHop) {
+				t.Fatalf("condition %+v", est)
+			}
+		})
+	}
+}

@@ -55,7 +55,7 @@ func nodeSpec(instances []*tables.BGPInstance) v2alpha1.CiliumBGPNodeSpec {
 // line whether everything runs and, if not, what and why.
 func nodeStatus(instances []*tables.BGPInstance, peers map[string]*tables.BGPPeerState, current []metav1.Condition, generation int64, now time.Time) v2alpha1.CiliumBGPNodeStatus {
 	st := v2alpha1.CiliumBGPNodeStatus{}
-	var instErrs, peerProblems, bfdProblems []string
+	var instErrs, peerProblems, nextHopProblems, bfdProblems []string
 	configured, established := 0, 0
 	for _, i := range instances {
 		if i.Error != "" {
@@ -90,6 +90,9 @@ func nodeStatus(instances []*tables.BGPInstance, peers map[string]*tables.BGPPee
 					ps.BFDState = ptr.To(s.BFD)
 				}
 			}
+			if s != nil && s.NextHopError != "" {
+				nextHopProblems = append(nextHopProblems, fmt.Sprintf("peer %q (%s) of instance %q gets no IPv6 routes: %s", p.Name, p.Address, i.Name, s.NextHopError))
+			}
 			if s != nil && s.State == tables.BGPStateEstablished && p.BFD != nil && *ps.BFDState != tables.BFDStateUp {
 				bfdProblems = append(bfdProblems, fmt.Sprintf("peer %q (%s) of instance %q: BFD session is %s (does the router run BFD for this node?); failover falls back to the hold time",
 					p.Name, p.Address, i.Name, *ps.BFDState))
@@ -107,6 +110,7 @@ func nodeStatus(instances []*tables.BGPInstance, peers map[string]*tables.BGPPee
 		st.BGPInstances = append(st.BGPInstances, is)
 	}
 	slices.Sort(peerProblems)
+	slices.Sort(nextHopProblems)
 	slices.Sort(bfdProblems)
 
 	running := metav1.Condition{Type: tables.ConditionBGPInstancesRunning, Status: metav1.ConditionTrue, Reason: tables.ReasonBGPOK,
@@ -114,23 +118,34 @@ func nodeStatus(instances []*tables.BGPInstance, peers map[string]*tables.BGPPee
 	if len(instErrs) > 0 {
 		running.Status, running.Reason, running.Message = metav1.ConditionFalse, tables.ReasonBGPInstanceErrors, strings.Join(instErrs, "; ")
 	}
-	peersCond := metav1.Condition{Type: tables.ConditionBGPPeersEstablished, Status: metav1.ConditionTrue, Reason: tables.ReasonBGPOK,
-		Message: fmt.Sprintf("%d of %d sessions established", established, configured), ObservedGeneration: generation}
-	switch {
-	case len(peerProblems) > 0:
-		peersCond.Status, peersCond.Message = metav1.ConditionFalse, strings.Join(append(peerProblems, bfdProblems...), "; ")
-		peersCond.Reason = tables.ReasonBGPNotEstablished
-		if established == configured {
-			peersCond.Reason = tables.ReasonBGPNotConfigured
-		}
-	case len(bfdProblems) > 0:
-		peersCond.Status, peersCond.Message = metav1.ConditionFalse, strings.Join(bfdProblems, "; ")
-		peersCond.Reason = tables.ReasonBFDNotUp
-	}
+	peersCond := peersCondition(configured, established, peerProblems, nextHopProblems, bfdProblems, generation)
 	for _, want := range []metav1.Condition{running, peersCond} {
 		old, had := findCondition(current, want.Type)
 		want, _ = transition(old, had, want, now)
 		st.Conditions = append(st.Conditions, want)
 	}
 	return st
+}
+
+// peersCondition is PeersEstablished: False with the problems, the worst
+// kind first (sessions down or peers not configured, then peers without
+// IPv6 routes for want of a next hop, then BFD sessions not up).
+func peersCondition(configured, established int, peerProblems, nextHopProblems, bfdProblems []string, generation int64) metav1.Condition {
+	peersCond := metav1.Condition{Type: tables.ConditionBGPPeersEstablished, Status: metav1.ConditionTrue, Reason: tables.ReasonBGPOK,
+		Message: fmt.Sprintf("%d of %d sessions established", established, configured), ObservedGeneration: generation}
+	switch {
+	case len(peerProblems) > 0:
+		peersCond.Status, peersCond.Message = metav1.ConditionFalse, strings.Join(slices.Concat(peerProblems, nextHopProblems, bfdProblems), "; ")
+		peersCond.Reason = tables.ReasonBGPNotEstablished
+		if established == configured {
+			peersCond.Reason = tables.ReasonBGPNotConfigured
+		}
+	case len(nextHopProblems) > 0:
+		peersCond.Status, peersCond.Message = metav1.ConditionFalse, strings.Join(append(nextHopProblems, bfdProblems...), "; ")
+		peersCond.Reason = tables.ReasonBGPNoIPv6NextHop
+	case len(bfdProblems) > 0:
+		peersCond.Status, peersCond.Message = metav1.ConditionFalse, strings.Join(bfdProblems, "; ")
+		peersCond.Reason = tables.ReasonBFDNotUp
+	}
+	return peersCond
 }

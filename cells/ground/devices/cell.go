@@ -2,8 +2,8 @@
 // of the agent's network namespace, and chooses the ones the agent uses
 // (Selected): L2 announcements answer ARP/NDP on selected devices only.
 // L2 pod announcements find their interface here by name, selected or not.
-// Runs while a cell needs it (tables.DeviceNeed: L2 announcements or L2
-// pod announcements on).
+// Runs while a cell needs it (tables.DeviceNeed: L2 announcements, L2
+// pod announcements or the BGP control plane on).
 //
 // Reads: netlink (links and addresses; the initial dump, then updates).
 // Writes: table devices.

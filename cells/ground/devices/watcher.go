@@ -60,7 +60,7 @@ func registerWatcher(p watcherParams) error {
 	}
 	if !slices.ContainsFunc(p.Needs, func(n tables.DeviceNeed) bool { return n.Needed }) {
 		// Nobody needs devices (L2 announcements of Services or of pods
-		// are off): the agent does not touch netlink for devices and the
+		// and BGP are off): the agent does not touch netlink for devices and the
 		// table stays empty.
 		return nil
 	}
