@@ -8,7 +8,7 @@
 // `herald-agent --enable-bgp-control-plane --ipam=multi-pool` (so that each
 // holds a CIDR of the pod pool hbgp-green) and a router namespace (.2)
 // running FRR (zebra + bgpd, test/frr) with AS 65000, eBGP to the nodes
-// (AS 65001) over IPv4 and IPv6, maximum-paths 8, graceful restart, and
+// (AS 65001) over IPv4 and IPv6 (IPv6 routes over either), maximum-paths 8, graceful restart, and
 // bfdd with a BFD profile the BFD tests turn on per neighbor. It
 // creates the Node objects (no kubelet runs), an LB IPAM pool and the BGP
 // resources every test shares:
@@ -110,7 +110,7 @@ func TestMain(m *testing.M) {
 func atTeardown(f func()) { teardown.Add(f) }
 
 // routerConfig is FRR's bgpd configuration: every node a neighbor over
-// IPv4 (ipv4 unicast) and IPv6 (ipv6 unicast), ECMP across them, graceful
+// IPv4 (ipv4 and ipv6 unicast) and IPv6 (ipv6 unicast), ECMP across them, graceful
 // restart (FRR keeps a restarting node's routes, marked stale).
 func routerConfig() string {
 	var b strings.Builder
@@ -125,7 +125,9 @@ func routerConfig() string {
 	}
 	b.WriteString(" exit-address-family\n address-family ipv6 unicast\n  maximum-paths 8\n")
 	for _, n := range nodes {
-		fmt.Fprintf(&b, "  neighbor %s activate\n", n.host.IP6)
+		// IPv6 over the IPv4 sessions too, for the peers whose peer
+		// config lists ipv6 (TestIPv6OverIPv4Session).
+		fmt.Fprintf(&b, "  neighbor %s activate\n  neighbor %s activate\n", n.host.IP6, n.host.IP)
 	}
 	b.WriteString(" exit-address-family\n")
 	return b.String()
