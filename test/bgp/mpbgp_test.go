@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +25,8 @@ import (
 // GoBGP would send), installed in the router's kernel, and the VIP must
 // answer a curl from the router through it. A node whose interface loses
 // its IPv6 address withdraws its IPv6 paths and says why in its
-// CiliumBGPNodeConfig; it advertises them again once the address is back.
+// CiliumBGPNodeConfig and herald-dbg explain; it advertises them again
+// once the address is back.
 func TestIPv6OverIPv4Session(t *testing.T) {
 	ensureAgents(t)
 	ensureTraffic(t)
@@ -56,6 +58,10 @@ func TestIPv6OverIPv4Session(t *testing.T) {
 		t.Fatal(err)
 	} else if c, _ := condition(nc.Status.Conditions, tables.ConditionBGPPeersEstablished); c.Reason != tables.ReasonBGPNoIPv6NextHop {
 		t.Errorf("node3's condition %+v, want reason %s", c, tables.ReasonBGPNoIPv6NextHop)
+	}
+	if out, err := n3.Dbg("explain", "service", ns+"/web6"); err != nil ||
+		!strings.Contains(string(out), "BGP: "+vip.String()+" to peer tor4") || !strings.Contains(string(out), "NOT sent: no IPv6 next hop") {
+		t.Errorf("herald-dbg explain service on node3: %v\n%s", err, out)
 	}
 	waitServedFromRouter(t, vip.Addr())
 

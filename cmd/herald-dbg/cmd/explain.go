@@ -62,8 +62,10 @@ func explainBGP(cmd *cobra.Command, key string, cfg map[string]string) error {
 		return err
 	}
 	state := map[string]string{}
+	noIPv6 := map[string]string{} // peers that get no IPv6 routes, and why
 	for _, p := range peers {
 		state[p.Key()] = p.State
+		noIPv6[p.Key()] = p.NextHopError
 	}
 	found := false
 	for _, r := range routes {
@@ -81,6 +83,9 @@ func explainBGP(cmd *cobra.Command, key string, cfg map[string]string) error {
 				session = "not running"
 			}
 			fmt.Printf("  BGP: %s to peer %s (%s, session %s)%s: %s\n", r.Prefix, r.Peer, r.PeerAddress, session, attrs, reason)
+			if why := noIPv6[r.Instance+"/"+r.Peer]; why != "" && r.Prefix.Addr().Is6() {
+				fmt.Printf("    NOT sent: %s\n", why)
+			}
 		}
 	}
 	if !found {
