@@ -19,12 +19,20 @@ import (
 // Down tears down the cluster in dir, whatever state it is in, and
 // removes dir. Nothing there is fine.
 func Down(dir string) error {
+	// Absolute, as Up and Open make it: mounted() compares with the
+	// absolute paths of /proc/self/mountinfo, and a relative dir (make
+	// demo-down's) would leave the node's mount namespaces mounted.
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
 	p := paths{dir: dir}
 	var st state
 	if b, err := os.ReadFile(p.state()); err == nil {
 		_ = json.Unmarshal(b, &st)
 	}
 	var errs []error
+	// The BGP router first: its namespace goes with the LAN.
+	stopRouter(dir)
 	names := st.Nodes
 	if entries, err := os.ReadDir(filepath.Join(dir, "nodes")); err == nil {
 		for _, e := range entries {
