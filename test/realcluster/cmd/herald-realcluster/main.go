@@ -4,9 +4,11 @@
 // and loaded into every node, Herald's CNI network configuration in place.
 // Herald itself is installed afterwards, with helm, as users do.
 //
-//	herald-realcluster up DIR       # prints the KUBECONFIG line
-//	herald-realcluster images DIR   # rebuilds the images and loads them into every node
-//	herald-realcluster down DIR
+//	herald-realcluster up DIR           # prints the KUBECONFIG line
+//	herald-realcluster images DIR       # rebuilds the images and loads them into every node
+//	herald-realcluster router DIR       # runs the BGP router (FRR) until SIGTERM or SIGINT
+//	herald-realcluster bgp-fixtures DIR # prints the BGP resources for that router (YAML)
+//	herald-realcluster down DIR         # the router too
 package main
 
 import (
@@ -34,6 +36,10 @@ func main() {
 		err = up(ctx, dir)
 	case "images":
 		err = loadImages(ctx, dir)
+	case "router":
+		err = runRouter(ctx, dir)
+	case "bgp-fixtures":
+		err = printBGPFixtures(dir)
 	case "down":
 		err = realcluster.Down(dir)
 	default:
@@ -46,7 +52,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: herald-realcluster up|images|down DIR")
+	fmt.Fprintln(os.Stderr, "usage: herald-realcluster up|images|router|bgp-fixtures|down DIR")
 	os.Exit(2)
 }
 
