@@ -10,7 +10,14 @@
 #  3. L2 announcements and traffic: a Deployment behind a LoadBalancer Service;
 #     curl from a client on the LAN through its IP; the answering node's agent
 #     Pod is deleted, another node answers, curl goes on.
-#  4. Multi-pool IPAM: pods of a namespace annotated with a pool get its
+#  4. BGP: an FRR router (test/frr, started by herald-realcluster router)
+#     peers with the three nodes over IPv4; a dual-stack Service labelled
+#     bgp=yes gets IPs from a pool off the LAN; the router shows the routes
+#     (vtysh: BGP table and zebra's route, one next hop per node; ip route
+#     in its namespace), the IPv6 one learned over the IPv4 sessions with
+#     the nodes' IPv6 addresses as next hops, and curls both IPs through
+#     them.
+#  5. Multi-pool IPAM: pods of a namespace annotated with a pool get its
 #     addresses from the kubelet's CNI call; a pod reaches the one on another
 #     node; herald-dbg ipam check through kubectl exec.
 #
@@ -114,6 +121,77 @@ run kubectl -n kube-system delete "$pod" --wait=false
 must client curl -sS --max-time 2 "http://$vip/"
 must client arping -c 1 -w 2 -I eth0 "$vip"
 run kubectl get lease -n kube-system cilium-l2announce-demo-web -o jsonpath='{.spec.holderIdentity}{" now answers\n"}'
+
+step "BGP: an FRR router (198.18.16.254, AS 65000) peers with the three nodes over IPv4; a dual-stack Service from a pool off the LAN is routed through it"
+# The router runs as long as this process (test/realcluster/bgp.go); make demo-down stops it.
+"$dir-bin/herald-realcluster" router "$dir" >"$dir/router.log" 2>&1 &
+frr_dir=$(realpath -m "$dir/frr")
+vtysh_router() { vtysh --vty_socket "$frr_dir" --config_dir "$frr_dir" "$@"; }
+router() { ip netns exec hrc-router "$@"; }
+sessions_up() { [[ $(vtysh_router -c 'show bgp ipv4 unicast summary json' | grep -Eo '"state": ?"Established"' | wc -l) == 3 ]]; }
+ecmp_route() { [[ $(router ip "$@" | grep -c nexthop) == 3 ]]; }
+# Each node's CiliumBGPNodeConfig status says so too (written at most every 2 s).
+nodes_established() { [[ $(kubectl get ciliumbgpnodeconfigs -o jsonpath='{range .items[*]}{.status.bgpInstances[0].peers[0].peeringState}{"\n"}{end}' | grep -cx established) == 3 ]]; }
+must vtysh_router -c 'show version'
+"$dir-bin/herald-realcluster" bgp-fixtures "$dir" >"$dir/bgp.yaml"
+run cat "$dir/bgp.yaml"
+run kubectl apply -f "$dir/bgp.yaml"
+kubectl apply -f - <<'YAML'
+apiVersion: v1
+kind: Namespace
+metadata: {name: routed}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: routed}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: httpecho
+        image: localhost/herald-test/httpecho:v1
+        imagePullPolicy: Never
+        args: ["-listen", ":8080", "-name", "$(POD_NAME)"]
+        env: [{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  namespace: routed
+  labels: {bgp: "yes"}
+spec:
+  type: LoadBalancer
+  ipFamilyPolicy: RequireDualStack
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+YAML
+run kubectl -n routed rollout status deploy/web --timeout=120s
+must kubectl -n routed wait --for=jsonpath='{.status.loadBalancer.ingress[1].ip}' svc/web --timeout=20s
+bgp_vip=$(kubectl -n routed get svc web -o jsonpath='{.status.loadBalancer.ingress[*].ip}' | tr ' ' '\n' | grep -v : | head -1)
+bgp_vip6=$(kubectl -n routed get svc web -o jsonpath='{.status.loadBalancer.ingress[*].ip}' | tr ' ' '\n' | grep : | head -1)
+run kubectl -n routed get svc web
+echo "every node's session is established (PfxRcd: the routes each node sends):"
+must sessions_up
+run vtysh_router -c 'show bgp ipv4 unicast summary'
+echo "the router's BGP table and zebra's route to $bgp_vip: one next hop per node (ECMP):"
+must ecmp_route route show "$bgp_vip"
+run vtysh_router -c "show bgp ipv4 unicast $bgp_vip/32"
+run vtysh_router -c "show ip route $bgp_vip/32"
+echo "and in the router namespace's kernel table:"
+run router ip route show "$bgp_vip"
+echo "curl from the router: its ECMP hash picks a node per flow, that node's kube-proxy a pod"
+for _ in 1 2 3; do must router curl -sS --max-time 2 "http://$bgp_vip/"; done
+echo "IPv6 over the same IPv4 sessions: each node names its IPv6 address on the LAN as next hop of $bgp_vip6"
+must ecmp_route -6 route show "$bgp_vip6"
+run vtysh_router -c "show bgp ipv6 unicast $bgp_vip6/128"
+run router ip -6 route show "$bgp_vip6"
+for _ in 1 2 3; do must router curl -sS --max-time 2 "http://[$bgp_vip6]/"; done
+must nodes_established
+run kubectl get ciliumbgpnodeconfigs -o custom-columns='NODE:.metadata.name,PEER:.status.bgpInstances[0].peers[0].peerAddress,STATE:.status.bgpInstances[0].peers[0].peeringState,ROUTES OUT:.status.bgpInstances[0].peers[0].routeCount[*].advertised'
 
 step "Multi-pool IPAM: pods of a namespace annotated with a pool get its addresses from the kubelet's CNI call"
 kubectl apply -f - <<'YAML'
