@@ -119,6 +119,25 @@ type exportKey struct {
 	nextHop netip.Addr
 }
 
+// exportsOf gives, by peer, the export (and so the policy) each route
+// puts the prefix in, and the attributes of each export. An IPv6 prefix
+// goes to an IPv4 peer with the peer's IPv6 next hop, and not at all
+// while it has none.
+func exportsOf(p netip.Prefix, routes []*tables.BGPRoute, hops map[string]nextHop6) (map[string]exportKey, map[exportKey]tables.BGPAttributes) {
+	want := map[string]exportKey{}
+	attrs := map[exportKey]tables.BGPAttributes{}
+	for _, r := range routes {
+		nh, ok := nextHopOf(hops, r.Peer, p)
+		if !ok {
+			continue
+		}
+		k := exportKey{peer: r.PeerAddress, ipv6: p.Addr().Is6(), attrs: r.Attributes.Key(), nextHop: nh}
+		want[r.Peer] = k
+		attrs[k] = r.Attributes
+	}
+	return want, attrs
+}
+
 // name is the policy's (and its prefix set's) name in GoBGP.
 func (k exportKey) name() string {
 	h := fnv.New32a()

@@ -169,25 +169,6 @@ func (s *speaker) setPrefix(ctx context.Context, p netip.Prefix, routes []*table
 	return s.advertise(ctx, p, want, attrs)
 }
 
-// exportsOf gives, by peer, the export (and so the policy) each route
-// puts the prefix in, and the attributes of each export. An IPv6 prefix
-// goes to an IPv4 peer with the peer's IPv6 next hop, and not at all
-// while it has none.
-func exportsOf(p netip.Prefix, routes []*tables.BGPRoute, hops map[string]nextHop6) (map[string]exportKey, map[exportKey]tables.BGPAttributes) {
-	want := map[string]exportKey{}
-	attrs := map[exportKey]tables.BGPAttributes{}
-	for _, r := range routes {
-		nh, ok := nextHopOf(hops, r.Peer, p)
-		if !ok {
-			continue
-		}
-		k := exportKey{peer: r.PeerAddress, ipv6: p.Addr().Is6(), attrs: r.Attributes.Key(), nextHop: nh}
-		want[r.Peer] = k
-		attrs[k] = r.Attributes
-	}
-	return want, attrs
-}
-
 // mustWithdraw tells whether the advertised prefix cur must leave the RIB:
 // no peer wants it any more, or a peer that stays must stop receiving it,
 // which only a withdrawal from the RIB does.
