@@ -12,8 +12,8 @@
 // (e.g. CiliumLoadBalancerIPPool as cilium.io/v2alpha1 and cilium.io/v2).
 // controller-gen can only emit one version per Go package, and duplicating the
 // Go types in a v2 package would only add code to keep in sync, so the extra
-// versions are copies of the storage version's schema, printer columns and
-// subresources. With identical schemas the API server's default "None"
+// versions are copies of the schema, printer columns and subresources of
+// the version of the Go types (storedAs may make a copy the storage version). With identical schemas the API server's default "None"
 // conversion (rewrite apiVersion only) is correct.
 package main
 
@@ -49,8 +49,33 @@ var ciliumSelectors = map[string]bool{
 }
 
 // extraVersions maps a CRD name to the versions it is also served under.
+// CiliumPodIPPool is not here although Cilium serves it as v2: its v2
+// schema differs (cidrs are objects with a reservedRange, not strings), so
+// a copy of the v2alpha1 schema would refuse Cilium's v2 manifests and the
+// default "None" conversion would be wrong. CiliumL2AnnouncementPolicy is
+// v2alpha1 only in Cilium.
 var extraVersions = map[string][]string{
-	"ciliumloadbalancerippools.cilium.io": {"v2"},
+	"ciliumloadbalancerippools.cilium.io":    {"v2"},
+	"ciliumbgpclusterconfigs.cilium.io":      {"v2"},
+	"ciliumbgppeerconfigs.cilium.io":         {"v2"},
+	"ciliumbgpadvertisements.cilium.io":      {"v2"},
+	"ciliumbgpnodeconfigs.cilium.io":         {"v2"},
+	"ciliumbgpnodeconfigoverrides.cilium.io": {"v2"},
+}
+
+// storedAs names the extra version that becomes the storage version, as
+// in Cilium, whose BGP resources are stored as v2 since v2 exists. With
+// identical schemas this is safe both ways: objects already stored as
+// v2alpha1 are read through the "None" conversion (only apiVersion
+// changes) and rewritten as v2 on their next update, and Herald, which
+// reads and writes v2alpha1, sees the same objects. A cluster coming from
+// Cilium, whose status.storedVersions lists v2, needs no migration.
+var storedAs = map[string]string{
+	"ciliumbgpclusterconfigs.cilium.io":      "v2",
+	"ciliumbgppeerconfigs.cilium.io":         "v2",
+	"ciliumbgpadvertisements.cilium.io":      "v2",
+	"ciliumbgpnodeconfigs.cilium.io":         "v2",
+	"ciliumbgpnodeconfigoverrides.cilium.io": "v2",
 }
 
 func main() {
@@ -124,7 +149,10 @@ func process(in []byte) ([]byte, error) {
 			}
 			v["name"] = ver
 			v["served"] = true
-			v["storage"] = false
+			v["storage"] = storedAs[name] == ver
+			if storedAs[name] == ver {
+				storage["storage"] = false
+			}
 			versions = append(versions, v)
 		}
 		spec["versions"] = versions

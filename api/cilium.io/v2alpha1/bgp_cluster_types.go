@@ -8,7 +8,11 @@ import (
 // cilium.io/v2alpha1 schema field for field (names, defaults, enums, limits),
 // so that Cilium's BGP manifests apply unchanged; the status conditions of
 // CiliumBGPClusterConfig and CiliumBGPPeerConfig are those Cilium 1.17 added.
-// Herald's additions are marked where they are.
+// Herald's additions are marked where they are. hack/crd-versions serves
+// the same schema as cilium.io/v2 as well, v2 being the storage version as
+// in Cilium. v2 dropped peerConfigRef's group and kind; Herald still
+// accepts them under both versions (and ignores them, as Cilium always
+// did).
 
 // CiliumBGPClusterConfig says which nodes run BGP, with which local ASN, and
 // which peers they connect to. The agent turns it into one CiliumBGPNodeConfig
