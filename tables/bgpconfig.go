@@ -42,9 +42,10 @@ type BGPClusterConfig struct {
 
 // BGPInstanceSpec is one bgpInstances entry of a cluster config.
 type BGPInstanceSpec struct {
-	Name     string        `json:"name"`
-	LocalASN int64         `json:"localASN"` // 0: not set
-	Peers    []BGPPeerSpec `json:"peers,omitempty"`
+	Name      string        `json:"name"`
+	LocalASN  int64         `json:"localASN"`            // 0: not set
+	LocalPort int32         `json:"localPort,omitempty"` // 0: not set
+	Peers     []BGPPeerSpec `json:"peers,omitempty"`
 }
 
 // BGPPeerSpec is one peer of an instance. Address is invalid when the
@@ -54,6 +55,10 @@ type BGPPeerSpec struct {
 	Address      netip.Addr `json:"address"`
 	AddressError string     `json:"addressError,omitempty"`
 	ASN          int64      `json:"asn"`
+	// DiscoverFamily is "ipv4" or "ipv6" when the address is the gateway
+	// of the node's default route of that family (autoDiscovery mode
+	// DefaultGateway); Address is then invalid.
+	DiscoverFamily string `json:"discoverFamily,omitempty"`
 	// PeerConfig is the CiliumBGPPeerConfig it refers to, "" for the
 	// defaults.
 	PeerConfig string `json:"peerConfig,omitempty"`
@@ -74,7 +79,11 @@ func (c *BGPClusterConfig) TableRow() []string {
 	for _, i := range c.Instances {
 		var peers []string
 		for _, p := range i.Peers {
-			peers = append(peers, fmt.Sprintf("%s=%s/AS%d", p.Name, addrOrDash(p.Address), p.ASN))
+			addr := addrOrDash(p.Address)
+			if p.DiscoverFamily != "" {
+				addr = "<" + p.DiscoverFamily + " default gateway>"
+			}
+			peers = append(peers, fmt.Sprintf("%s=%s/AS%d", p.Name, addr, p.ASN))
 		}
 		insts = append(insts, fmt.Sprintf("%s(AS%d: %s)", i.Name, i.LocalASN, strings.Join(peers, ",")))
 	}

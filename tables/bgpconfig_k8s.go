@@ -23,6 +23,9 @@ func BGPClusterConfigFromK8s(c *v2alpha1.CiliumBGPClusterConfig) *BGPClusterConf
 		if i.LocalASN != nil {
 			inst.LocalASN = *i.LocalASN
 		}
+		if i.LocalPort != nil {
+			inst.LocalPort = *i.LocalPort
+		}
 		for _, p := range i.Peers {
 			peer := BGPPeerSpec{Name: p.Name}
 			if p.PeerAddress != nil {
@@ -35,6 +38,9 @@ func BGPClusterConfigFromK8s(c *v2alpha1.CiliumBGPClusterConfig) *BGPClusterConf
 			}
 			if p.PeerASN != nil {
 				peer.ASN = *p.PeerASN
+			}
+			if ad := p.AutoDiscovery; ad != nil && ad.Mode == v2alpha1.BGPDefaultGatewayMode && ad.DefaultGateway != nil && p.PeerAddress == nil {
+				peer.DiscoverFamily = ad.DefaultGateway.AddressFamily
 			}
 			if p.PeerConfigRef != nil {
 				peer.PeerConfig = p.PeerConfigRef.Name

@@ -37,6 +37,9 @@ type BGPPeer struct {
 	LocalAddress netip.Addr `json:"localAddress"`        // invalid: the kernel picks
 	LocalPort    int32      `json:"localPort,omitempty"` // 0: the kernel picks
 	PeerConfig   string     `json:"peerConfig,omitempty"`
+	// DiscoveredFamily is "ipv4" or "ipv6" when Address is the gateway of
+	// the node's default route of that family (autoDiscovery).
+	DiscoveredFamily string `json:"discoveredFamily,omitempty"`
 
 	PeerPort            int32    `json:"peerPort"`
 	ConnectRetrySeconds int32    `json:"connectRetrySeconds"`

@@ -1,6 +1,8 @@
 // Package bgp is the BGP control plane: this node's routes to its peers
 // with GoBGP embedded.
 //
+//   - gateways: netlink → bgp-default-gateways (the peers found by
+//     autoDiscovery);
 //   - desired: BGP resources × nodes × services × endpoint-slices × pod
 //     CIDRs → bgp-instances, bgp-routes;
 //   - speaker: bgp-instances × bgp-routes → GoBGP (sessions, RIB, export
@@ -17,6 +19,7 @@ import (
 	"github.com/heraldlb/herald/cells/bgp/bfd"
 	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
 	"github.com/heraldlb/herald/cells/bgp/desired"
+	"github.com/heraldlb/herald/cells/bgp/gateways"
 	"github.com/heraldlb/herald/cells/bgp/speaker"
 	"github.com/heraldlb/herald/cells/bgp/status"
 	"github.com/heraldlb/herald/tables"
@@ -29,6 +32,7 @@ var Cell = cell.Group(
 	cell.Provide(asks),
 	// The kinds only this feature reads, for the ground floor to reflect.
 	kinds,
+	gateways.Cell,
 	desired.Cell,
 	bfd.Cell,
 	speaker.Cell,

@@ -8,11 +8,13 @@ import (
 // cilium.io/v2alpha1 schema field for field (names, defaults, enums, limits),
 // so that Cilium's BGP manifests apply unchanged; the status conditions of
 // CiliumBGPClusterConfig and CiliumBGPPeerConfig are those Cilium 1.17 added.
-// Herald's additions are marked where they are. hack/crd-versions serves
-// the same schema as cilium.io/v2 as well, v2 being the storage version as
-// in Cilium. v2 dropped peerConfigRef's group and kind; Herald still
-// accepts them under both versions (and ignores them, as Cilium always
-// did).
+// Herald's additions are marked where they are. The fields Cilium's
+// cilium.io/v2 added (localPort here, autoDiscovery, the override's
+// localASN) are additive, so one schema serves both versions:
+// hack/crd-versions serves it as cilium.io/v2 as well, v2 being the
+// storage version as in Cilium. v2 dropped peerConfigRef's group and kind;
+// Herald still accepts them under both versions (and ignores them, as
+// Cilium always did).
 
 // CiliumBGPClusterConfig says which nodes run BGP, with which local ASN, and
 // which peers they connect to. The agent turns it into one CiliumBGPNodeConfig
@@ -85,6 +87,15 @@ type CiliumBGPInstance struct {
 	// +kubebuilder:validation:Maximum=4294967295
 	LocalASN *int64 `json:"localASN,omitempty"`
 
+	// LocalPort is the port the instance listens on for incoming sessions;
+	// unset means it does not listen (Cilium's cilium.io/v2 field). A
+	// node's CiliumBGPNodeConfigOverride overrides it.
+	//
+	// +kubebuilder:validation:Optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	LocalPort *int32 `json:"localPort,omitempty"`
+
 	// Peers are the BGP neighbours of the instance.
 	//
 	// +kubebuilder:validation:Optional
@@ -115,12 +126,53 @@ type CiliumBGPPeer struct {
 	// +kubebuilder:validation:Maximum=4294967295
 	PeerASN *int64 `json:"peerASN,omitempty"`
 
+	// AutoDiscovery finds the peer's address on each node instead of
+	// peerAddress (Cilium's cilium.io/v2 field).
+	//
+	// +kubebuilder:validation:Optional
+	AutoDiscovery *BGPAutoDiscovery `json:"autoDiscovery,omitempty"`
+
 	// PeerConfigRef names the CiliumBGPPeerConfig with the session's
 	// transport, timers, authentication and families; without one the
 	// defaults apply.
 	//
 	// +kubebuilder:validation:Optional
 	PeerConfigRef *PeerConfigReference `json:"peerConfigRef,omitempty"`
+}
+
+// BGPAutoDiscoveryMode is how a peer's address is found.
+//
+// +kubebuilder:validation:Enum=DefaultGateway
+type BGPAutoDiscoveryMode string
+
+// BGPDefaultGatewayMode: the peer is the gateway of the node's default
+// route of an address family, followed as the route changes.
+const BGPDefaultGatewayMode BGPAutoDiscoveryMode = "DefaultGateway"
+
+// BGPAutoDiscovery says how to find a peer's address on each node.
+//
+// +kubebuilder:validation:XValidation:rule="self.mode != 'DefaultGateway' || has(self.defaultGateway)",message="defaultGateway must be set when mode is DefaultGateway"
+type BGPAutoDiscovery struct {
+	// Mode is how the address is found.
+	//
+	// +kubebuilder:validation:Required
+	Mode BGPAutoDiscoveryMode `json:"mode"`
+
+	// DefaultGateway configures mode DefaultGateway.
+	//
+	// +kubebuilder:validation:Optional
+	DefaultGateway *DefaultGateway `json:"defaultGateway,omitempty"`
+}
+
+// DefaultGateway names the address family whose default route gives the
+// peer's address.
+type DefaultGateway struct {
+	// AddressFamily is ipv4 or ipv6. With several default routes of the
+	// family, the one with the lowest metric counts.
+	//
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:Enum=ipv4;ipv6
+	AddressFamily string `json:"addressFamily"`
 }
 
 // PeerConfigReference points at a peer configuration, in practice a

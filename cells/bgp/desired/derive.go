@@ -38,6 +38,9 @@ type inputs struct {
 	// CiliumNode (nil without multi-pool IPAM).
 	podPools   []*tables.PodIPPool
 	ciliumNode *tables.CiliumNode
+	// gateways are the node's default routes by family ("ipv4", "ipv6"),
+	// the peers autoDiscovery finds.
+	gateways map[string]*tables.BGPDefaultGateway
 }
 
 // derive computes the bgp-instances and bgp-routes rows of this node. Pure.
@@ -140,6 +143,9 @@ func resolveInstance(in inputs, inst *tables.BGPInstance, spec tables.BGPInstanc
 			inst.RouterID = ip
 		}
 	}
+	if spec.LocalPort != 0 {
+		inst.ListenPort = spec.LocalPort
+	}
 	if ov.LocalPort != 0 {
 		inst.ListenPort = ov.LocalPort
 	}
@@ -170,6 +176,13 @@ func resolveInstance(in inputs, inst *tables.BGPInstance, spec tables.BGPInstanc
 
 func resolvePeer(in inputs, ps tables.BGPPeerSpec, ov tables.BGPInstanceOverride) tables.BGPPeer {
 	peer := tables.BGPPeer{Name: ps.Name, Address: ps.Address, ASN: ps.ASN, PeerConfig: ps.PeerConfig, LocalAddress: ov.LocalAddress[ps.Name], LocalPort: ov.LocalPort4Peer[ps.Name]}
+	var gw *tables.BGPDefaultGateway
+	if ps.DiscoverFamily != "" {
+		peer.DiscoveredFamily = ps.DiscoverFamily
+		if gw = in.gateways[ps.DiscoverFamily]; gw != nil {
+			peer.Address = gw.Gateway
+		}
+	}
 	pc := peerConfigOf(in, ps.PeerConfig)
 	if pc != nil {
 		peer.PeerPort, peer.ConnectRetrySeconds, peer.HoldTimeSeconds, peer.KeepAliveSeconds = pc.PeerPort, pc.ConnectRetrySeconds, pc.HoldTimeSeconds, pc.KeepAliveSeconds
@@ -186,8 +199,16 @@ func resolvePeer(in inputs, ps tables.BGPPeerSpec, ov tables.BGPInstanceOverride
 	switch {
 	case ps.AddressError != "":
 		peer.Error = "peerAddress: " + ps.AddressError
-	case !ps.Address.IsValid():
-		peer.Error = "peerAddress is not set (Herald does not discover peers)"
+	case ps.DiscoverFamily != "" && gw == nil:
+		peer.Error = "autoDiscovery: the node has no " + ps.DiscoverFamily + " default route with a gateway"
+	case ps.DiscoverFamily != "" && gw.Gateway.IsLinkLocalUnicast():
+		// As in Cilium: a session needs an address the peer is
+		// configured for, and a link-local one also needs its interface.
+		peer.Error = fmt.Sprintf("autoDiscovery: the %s default route's gateway %s (device %s) is link-local, which autoDiscovery does not support; set peerAddress",
+			ps.DiscoverFamily, gw.Gateway.WithZone(""), gw.Device)
+		peer.Address = netip.Addr{}
+	case !peer.Address.IsValid():
+		peer.Error = "neither peerAddress nor autoDiscovery (mode DefaultGateway with defaultGateway) is set"
 	case ps.ASN == 0:
 		peer.Error = "peerASN is not set"
 	case pc == nil:

@@ -338,3 +338,61 @@ func TestDeriveLocalASNOverride(t *testing.T) {
 		})
 	}
 }
+
+// A peer found by autoDiscovery is the gateway of the node's default route
+// of its family, and has an error while there is none; the cluster
+// config's localPort is the instance's, unless the override sets one.
+func TestDeriveAutoDiscoveryAndLocalPort(t *testing.T) {
+	gw4 := &tables.BGPDefaultGateway{Family: "ipv4", Gateway: netip.MustParseAddr("198.18.44.2"), Device: "eth0"}
+	gw6 := &tables.BGPDefaultGateway{Family: "ipv6", Gateway: netip.MustParseAddr("fe80::1").WithZone("eth0"), Device: "eth0"}
+	gw6global := &tables.BGPDefaultGateway{Family: "ipv6", Gateway: netip.MustParseAddr("fd00:18:0:44::2"), Device: "eth0"}
+	for _, c := range []struct {
+		name                                string
+		family                              string
+		gateways                            []*tables.BGPDefaultGateway
+		wantAddr                            string
+		wantErr                             string
+		clusterPort, overridePort, wantPort int32
+	}{
+		{name: "ipv4 gateway", family: "ipv4", gateways: []*tables.BGPDefaultGateway{gw4, gw6}, wantAddr: "198.18.44.2", wantPort: -1},
+		{name: "ipv6 global gateway", family: "ipv6", gateways: []*tables.BGPDefaultGateway{gw4, gw6global}, wantAddr: "fd00:18:0:44::2", wantPort: -1},
+		{name: "ipv6 link-local gateway: not supported, as in Cilium", family: "ipv6", gateways: []*tables.BGPDefaultGateway{gw4, gw6}, wantPort: -1,
+			wantErr: "autoDiscovery: the ipv6 default route's gateway fe80::1 (device eth0) is link-local, which autoDiscovery does not support; set peerAddress"},
+		{name: "no default route of the family", family: "ipv6", gateways: []*tables.BGPDefaultGateway{gw4},
+			wantErr: "autoDiscovery: the node has no ipv6 default route with a gateway", wantPort: -1},
+		{name: "neither address nor discovery", family: "", wantErr: "neither peerAddress nor autoDiscovery (mode DefaultGateway with defaultGateway) is set", wantPort: -1},
+		{name: "the cluster config's localPort", family: "ipv4", gateways: []*tables.BGPDefaultGateway{gw4}, wantAddr: "198.18.44.2", clusterPort: 1790, wantPort: 1790},
+		{name: "the override's localPort wins", family: "ipv4", gateways: []*tables.BGPDefaultGateway{gw4}, wantAddr: "198.18.44.2", clusterPort: 1790, overridePort: 1791, wantPort: 1791},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cc := clusterConfig("cc", "pc")
+			cc.Instances[0].LocalPort = c.clusterPort
+			cc.Instances[0].Peers[0].Address = netip.Addr{}
+			cc.Instances[0].Peers[0].DiscoverFamily = c.family
+			in := inputs{
+				self:           node("node1", nil, "198.18.0.11"),
+				clusterConfigs: []*tables.BGPClusterConfig{cc},
+				peerConfigs:    map[string]*tables.BGPPeerConfig{"pc": peerConfig("pc", "")},
+				override:       &tables.BGPNodeOverride{Name: "node1", Instances: []tables.BGPInstanceOverride{{Name: "main", LocalPort: c.overridePort}}},
+				gateways:       map[string]*tables.BGPDefaultGateway{},
+				readyHere:      func(string) bool { return false },
+				served:         func(string) bool { return true },
+			}
+			for _, g := range c.gateways {
+				in.gateways[g.Family] = g
+			}
+			instances, _, _ := derive(in)
+			if len(instances) != 1 || len(instances[0].Peers) != 1 {
+				t.Fatalf("instances %+v", instances)
+			}
+			p := instances[0].Peers[0]
+			addr := ""
+			if p.Address.IsValid() {
+				addr = p.Address.String()
+			}
+			if addr != c.wantAddr || p.Error != c.wantErr || instances[0].ListenPort != c.wantPort {
+				t.Errorf("peer %s (error %q), port %d; want %s (error %q), port %d", addr, p.Error, instances[0].ListenPort, c.wantAddr, c.wantErr, c.wantPort)
+			}
+		})
+	}
+}

@@ -36,6 +36,7 @@ type params struct {
 	Slices         statedb.Table[*tables.EndpointSlice]
 	PodPools       statedb.Table[*tables.PodIPPool]
 	CiliumNodes    statedb.Table[*tables.CiliumNode]
+	Gateways       statedb.Table[*tables.BGPDefaultGateway]
 	Instances      statedb.RWTable[*tables.BGPInstance]
 	Routes         statedb.RWTable[*tables.BGPRoute]
 	Events         record.EventRecorder
@@ -61,7 +62,7 @@ func registerDerivation(p params) {
 // and opens no session before that, so a restarted agent never tells its
 // peers (End-of-RIB after a graceful restart) that it has no routes.
 func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health cell.Health) error {
-	waitFor := []tables.Initializable{p.Nodes, p.ClusterConfigs, p.PeerConfigs, p.Adverts, p.Overrides, p.Secrets, p.Services, p.Slices}
+	waitFor := []tables.Initializable{p.Nodes, p.ClusterConfigs, p.PeerConfigs, p.Adverts, p.Overrides, p.Secrets, p.Services, p.Slices, p.Gateways}
 	if p.Agent.MultiPool() {
 		waitFor = append(waitFor, p.PodPools, p.CiliumNodes)
 	}
@@ -94,6 +95,10 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 			},
 			served:       servedIn(txn, p.Slices),
 			keepUnserved: p.Agent.EnableNoServiceEndpointsRoutable,
+		}
+		in.gateways = map[string]*tables.BGPDefaultGateway{}
+		for g := range tablesync.All(w, txn, p.Gateways) {
+			in.gateways[g.Family] = g
 		}
 		for pc := range pcs {
 			in.peerConfigs[pc.Name] = pc

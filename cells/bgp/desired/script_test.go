@@ -4,9 +4,11 @@ import (
 	"testing"
 
 	"github.com/cilium/hive/cell"
+	"github.com/cilium/statedb"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
+	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/scripthive"
 )
 
@@ -21,6 +23,9 @@ func TestScript(t *testing.T) {
 			// The feature's switch, which cells/bgp registers.
 			cell.Config(bgpconfig.Defaults),
 			cell.Provide(func() record.EventRecorder { return record.NewFakeRecorder(100) }),
+			// The node's default routes, none: the scenarios' peers
+			// have addresses (derive_test.go covers autoDiscovery).
+			cell.Provide(tables.NewBGPDefaultGatewaysTable, statedb.RWTable[*tables.BGPDefaultGateway].ToTable),
 		),
 		Cell)
 }

@@ -40,6 +40,10 @@ func nodeSpec(instances []*tables.BGPInstance) v2alpha1.CiliumBGPNodeSpec {
 			if p.LocalAddress.IsValid() {
 				np.LocalAddress = ptr.To(p.LocalAddress.String())
 			}
+			if p.DiscoveredFamily != "" {
+				np.AutoDiscovery = &v2alpha1.BGPAutoDiscovery{Mode: v2alpha1.BGPDefaultGatewayMode,
+					DefaultGateway: &v2alpha1.DefaultGateway{AddressFamily: p.DiscoveredFamily}}
+			}
 			if p.PeerConfig != "" {
 				np.PeerConfigRef = &v2alpha1.PeerConfigReference{Group: v2alpha1.GroupName, Kind: v2alpha1.BGPPeerConfigKind, Name: p.PeerConfig}
 			}
