@@ -42,7 +42,8 @@ var Cell = cell.Group(
 // asks for what the feature needs of others while it is on: LB IPAM's
 // IPs for Services of class io.cilium/bgp-control-plane, and the devices
 // table (the speaker finds there the IPv6 next hop of IPv6 routes sent
-// over IPv4 sessions).
+// over IPv4 sessions; a node without an IPv4 address takes its router ID
+// from a MAC address, as Cilium's do).
 func asks(c bgpconfig.Config) (out struct {
 	cell.Out
 	Devices tables.DeviceNeed `group:"device-needs"`

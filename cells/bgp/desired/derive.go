@@ -39,8 +39,10 @@ type inputs struct {
 	podPools   []*tables.PodIPPool
 	ciliumNode *tables.CiliumNode
 	// gateways are the node's default routes by family ("ipv4", "ipv6"),
-	// the peers autoDiscovery finds.
+	// the peers autoDiscovery finds; devices the node's network devices,
+	// an IPv6-only node's router ID comes from a MAC address.
 	gateways map[string]*tables.BGPDefaultGateway
+	devices  []*tables.Device
 }
 
 // derive computes the bgp-instances and bgp-routes rows of this node. Pure.
@@ -138,10 +140,9 @@ func add(routes map[string]*tables.BGPRoute, inst string, peer tables.BGPPeer, p
 func resolveInstance(in inputs, inst *tables.BGPInstance, spec tables.BGPInstanceSpec) {
 	ov, _ := in.override.Instance(spec.Name)
 	inst.RouterID = ov.RouterID
+	routerIDErr := ""
 	if !inst.RouterID.IsValid() {
-		if ip, ok := in.self.InternalIP(tables.IPv4); ok {
-			inst.RouterID = ip
-		}
+		inst.RouterID, routerIDErr = routerID(in.self, in.devices)
 	}
 	if spec.LocalPort != 0 {
 		inst.ListenPort = spec.LocalPort
@@ -156,7 +157,7 @@ func resolveInstance(in inputs, inst *tables.BGPInstance, spec tables.BGPInstanc
 	case inst.LocalASN == 0:
 		inst.Error = "localASN is not set, in the CiliumBGPClusterConfig or this node's CiliumBGPNodeConfigOverride"
 	case !inst.RouterID.IsValid():
-		inst.Error = "no router ID: the node has no IPv4 InternalIP; set routerID in a CiliumBGPNodeConfigOverride named after the node"
+		inst.Error = routerIDErr
 	case len(ov.Errors) > 0:
 		inst.Error = "CiliumBGPNodeConfigOverride " + in.override.Name + ": " + strings.Join(ov.Errors, "; ")
 	}

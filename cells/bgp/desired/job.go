@@ -37,6 +37,7 @@ type params struct {
 	PodPools       statedb.Table[*tables.PodIPPool]
 	CiliumNodes    statedb.Table[*tables.CiliumNode]
 	Gateways       statedb.Table[*tables.BGPDefaultGateway]
+	Devices        statedb.Table[*tables.Device]
 	Instances      statedb.RWTable[*tables.BGPInstance]
 	Routes         statedb.RWTable[*tables.BGPRoute]
 	Events         record.EventRecorder
@@ -62,7 +63,7 @@ func registerDerivation(p params) {
 // and opens no session before that, so a restarted agent never tells its
 // peers (End-of-RIB after a graceful restart) that it has no routes.
 func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health cell.Health) error {
-	waitFor := []tables.Initializable{p.Nodes, p.ClusterConfigs, p.PeerConfigs, p.Adverts, p.Overrides, p.Secrets, p.Services, p.Slices, p.Gateways}
+	waitFor := []tables.Initializable{p.Nodes, p.ClusterConfigs, p.PeerConfigs, p.Adverts, p.Overrides, p.Secrets, p.Services, p.Slices, p.Gateways, p.Devices}
 	if p.Agent.MultiPool() {
 		waitFor = append(waitFor, p.PodPools, p.CiliumNodes)
 	}
@@ -100,6 +101,7 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 		for g := range tablesync.All(w, txn, p.Gateways) {
 			in.gateways[g.Family] = g
 		}
+		in.devices = statedb.Collect(tablesync.All(w, txn, p.Devices))
 		for pc := range pcs {
 			in.peerConfigs[pc.Name] = pc
 		}

@@ -23,9 +23,13 @@ func TestScript(t *testing.T) {
 			// The feature's switch, which cells/bgp registers.
 			cell.Config(bgpconfig.Defaults),
 			cell.Provide(func() record.EventRecorder { return record.NewFakeRecorder(100) }),
-			// The node's default routes, none: the scenarios' peers
-			// have addresses (derive_test.go covers autoDiscovery).
-			cell.Provide(tables.NewBGPDefaultGatewaysTable, statedb.RWTable[*tables.BGPDefaultGateway].ToTable),
+			// The node's default routes and devices, empty: the
+			// scenarios' nodes have IPv4 addresses and their peers
+			// addresses (derive_test.go covers the rest).
+			cell.Provide(
+				tables.NewBGPDefaultGatewaysTable, statedb.RWTable[*tables.BGPDefaultGateway].ToTable,
+				tables.NewDevicesTable, statedb.RWTable[*tables.Device].ToTable,
+			),
 		),
 		Cell)
 }
