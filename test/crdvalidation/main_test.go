@@ -10,12 +10,9 @@
 package crdvalidation
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/dynamic"
 
@@ -35,31 +32,14 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	c, err := cluster.Start(cluster.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer c.Stop()
-	testCluster = c
-
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if clientset, err = versioned.NewForConfig(c.RESTConfig); err == nil {
+	os.Exit(cluster.RunWithCRDs(m, "crdvalidation", func(c *cluster.Cluster) (err error) {
+		testCluster = c
+		if clientset, err = versioned.NewForConfig(c.RESTConfig); err != nil {
+			return err
+		}
 		dyn, err = dynamic.NewForConfig(c.RESTConfig)
-	}
-	if err == nil {
-		err = c.InstallCRDs(ctx, filepath.Join(cluster.RepoRoot(), "install", "crds"))
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "crdvalidation:", err)
-		return 1
-	}
-	return m.Run()
+		return err
+	}, filepath.Join(cluster.RepoRoot(), "install", "crds")))
 }
 
 // TestAPIServerVersion makes sure the suite runs against the version it was

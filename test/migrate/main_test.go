@@ -4,12 +4,9 @@
 package migrate
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/dynamic"
 
@@ -24,30 +21,12 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	c, err := cluster.Start(cluster.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer c.Stop()
-	testCluster = c
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if clientset, err = versioned.NewForConfig(c.RESTConfig); err == nil {
-		dyn, err = dynamic.NewForConfig(c.RESTConfig)
-	}
-	for _, dir := range []string{filepath.Join(cluster.RepoRoot(), "install", "crds"), "metallb-crds"} {
-		if err == nil {
-			err = c.InstallCRDs(ctx, dir)
+	os.Exit(cluster.RunWithCRDs(m, "migrate", func(c *cluster.Cluster) (err error) {
+		testCluster = c
+		if clientset, err = versioned.NewForConfig(c.RESTConfig); err != nil {
+			return err
 		}
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "migrate:", err)
-		return 1
-	}
-	return m.Run()
+		dyn, err = dynamic.NewForConfig(c.RESTConfig)
+		return err
+	}, filepath.Join(cluster.RepoRoot(), "install", "crds"), "metallb-crds"))
 }
