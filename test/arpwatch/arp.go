@@ -318,17 +318,29 @@ func (p *MarkedProber) Stop() ([]int, error) {
 	return p.marks, p.err
 }
 
-// DoubleAnswers splits the capture into request windows, each from the
+// Double is one request of a trial answered by more than one MAC.
+type Double struct {
+	Request int       // 1-based, in the trial's marks
+	At      time.Time // the first reply to it
+	MACs    []string  // in the order their replies arrived
+}
+
+func (d Double) String() string {
+	return fmt.Sprintf("double answer: request %d (replies from %s) answered by %v", d.Request, d.At.Format("15:04:05.000"), d.MACs)
+}
+
+// DoubleAnswerList splits the capture into request windows, each from the
 // capture position of one request for vip to that of the next (the last
-// one to the end), puts every reply to the client in its window and counts
-// the windows with replies from more than one MAC, described in doubles.
-// windows is the number of requests. marks are the positions a
-// MarkedProber returned; frames come from Since of a position at or before
-// the first mark. Windows go by capture order, so a reply can not fall into
-// the window of a request sent after it; replies captured before the first
-// request are ignored (they answer an earlier one).
-func (c *ARPClient) DoubleAnswers(frames []ARPFrame, vip netip.Addr, marks []int) (windows int, doubles []string) {
-	macs := make([][]string, len(marks)) // distinct MACs replying, by window
+// one to the end), puts every reply to the client in its window and
+// returns the windows with replies from more than one MAC. windows is the
+// number of requests. marks are the positions a MarkedProber returned;
+// frames come from Since of a position at or before the first mark.
+// Windows go by capture order, so a reply can not fall into the window of
+// a request sent after it; replies captured before the first request are
+// ignored (they answer an earlier one).
+func (c *ARPClient) DoubleAnswerList(frames []ARPFrame, vip netip.Addr, marks []int) (windows int, doubles []Double) {
+	macs := make([][]string, len(marks))   // distinct MACs replying, by window
+	first := make([]time.Time, len(marks)) // the window's first reply
 	for _, f := range frames {
 		if !c.IsReply(f, vip) {
 			continue
@@ -341,11 +353,24 @@ func (c *ARPClient) DoubleAnswers(frames []ARPFrame, vip netip.Addr, marks []int
 		if m := f.SHA.String(); !slices.Contains(macs[w], m) {
 			macs[w] = append(macs[w], m)
 		}
+		if first[w].IsZero() {
+			first[w] = f.At
+		}
 	}
 	for w, ms := range macs {
 		if len(ms) > 1 {
-			doubles = append(doubles, fmt.Sprintf("double answer: request %d answered by %v", w+1, ms))
+			doubles = append(doubles, Double{Request: w + 1, At: first[w], MACs: ms})
 		}
 	}
 	return len(marks), doubles
+}
+
+// DoubleAnswers is DoubleAnswerList with each double as a line for a
+// test's log.
+func (c *ARPClient) DoubleAnswers(frames []ARPFrame, vip netip.Addr, marks []int) (windows int, doubles []string) {
+	windows, ds := c.DoubleAnswerList(frames, vip, marks)
+	for _, d := range ds {
+		doubles = append(doubles, d.String())
+	}
+	return windows, doubles
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/reconciler"
@@ -26,7 +27,7 @@ type mapOps struct {
 	announce func(ifindex int, mac net.HardwareAddr, ips []netip.Addr) error
 	// probe asks the LAN whether another host uses the addresses
 	// (neigh.Probe); conflicts reports the ones that do.
-	probe     func(ifindex int, self net.HardwareAddr, ips []netip.Addr) (map[netip.Addr]net.HardwareAddr, error)
+	probe     func(ifindex int, self net.HardwareAddr, ips []netip.Addr, wait time.Duration) (map[netip.Addr]net.HardwareAddr, error)
 	conflicts *conflicts
 	// waiting are the entries whose probe another host answered, probed
 	// again with every round of their interface.
@@ -95,15 +96,21 @@ func (o *mapOps) UpdateBatch(_ context.Context, _ statedb.ReadTxn, batch []recon
 func (o *mapOps) probeRound(p port, batch []reconciler.BatchEntry[*tables.L2AnnounceEntry], idx []int) (programmed []*tables.L2AnnounceEntry) {
 	inBatch := make(map[entryKey]bool, len(idx))
 	ips := make([]netip.Addr, 0, len(idx))
+	wait := probeWait
 	for _, i := range idx {
-		inBatch[keyOf(batch[i].Object)] = true
+		k := keyOf(batch[i].Object)
+		inBatch[k] = true
 		ips = append(ips, batch[i].Object.IP)
+		if o.waiting.has(k) {
+			wait = probeWaitInUse
+		}
 	}
 	waiting := o.waiting.on(p, inBatch)
 	for _, e := range waiting {
 		ips = append(ips, e.IP)
+		wait = probeWaitInUse
 	}
-	found, err := o.probe(p.ifindex, batch[idx[0]].Object.HardwareAddr(), ips)
+	found, err := o.probe(p.ifindex, batch[idx[0]].Object.HardwareAddr(), ips, wait)
 	if err != nil {
 		// Probing is a safety net: without it the addresses are still
 		// this node's to announce.

@@ -157,9 +157,7 @@ func heartbeat(ctx context.Context, p params, h *handle, health cell.Health) err
 // the probes and announcements around a takeover.
 func newMapOps(p params, h *handle, nd *neigh.NDP, m *metrics, cf *conflicts) *mapOps {
 	ops := &mapOps{h: h, log: p.Log, ndp: nd, conflicts: cf, waiting: newWaitlist(),
-		probe: func(ifindex int, self net.HardwareAddr, ips []netip.Addr) (map[netip.Addr]net.HardwareAddr, error) {
-			return neigh.Probe(ifindex, self, ips, probeWait)
-		}}
+		probe: neigh.Probe}
 	ops.announce = func(ifindex int, mac net.HardwareAddr, ips []netip.Addr) error {
 		var v4 []netip.Addr
 		var errs []error
@@ -198,6 +196,15 @@ const retryMax = 500 * time.Millisecond
 // before this node starts answering (neigh.Probe). A host on the LAN
 // answers within a millisecond; the wait delays a takeover by this much.
 const probeWait = 100 * time.Millisecond
+
+// probeWaitInUse is how long a probe listens when it asks again for an
+// address another host answered for: that host may be another load
+// balancer handing over, busy withdrawing hundreds of addresses, whose
+// answers can then come later than a host's usually do. Herald takes the
+// address only after it was silent for this long. A failover between
+// Herald's nodes waits for it only if the previous owner still answered
+// the first probe.
+const probeWaitInUse = 300 * time.Millisecond
 
 // handle gives the jobs and the metrics the responder loaded at start.
 type handle struct{ r atomic.Pointer[bpf.Responder] }

@@ -42,6 +42,12 @@ func newWaitlist() *waitlist { return &waitlist{m: map[entryKey]*tables.L2Announ
 // of an entry replaces the one before).
 func (w *waitlist) add(e *tables.L2AnnounceEntry) { w.m[keyOf(e)] = e }
 
+// has reports whether the entry of k waits.
+func (w *waitlist) has(k entryKey) bool {
+	_, ok := w.m[k]
+	return ok
+}
+
 // remove forgets the entry of k: programmed, withdrawn or deleted.
 func (w *waitlist) remove(k entryKey) { delete(w.m, k) }
 

@@ -29,6 +29,9 @@ func TestWaitlist(t *testing.T) {
 		w.add(e)
 	}
 	eth := port{2, macA}
+	if !w.has(keyOf(a1)) || w.has(entryKey{netip.MustParseAddr("198.18.18.9"), 2}) {
+		t.Fatal("has: a1 waits, 198.18.18.9 does not")
+	}
 	if got := ips(w.on(eth, nil)); !slices.Equal(got, []string{"198.18.18.1", "198.18.18.2"}) {
 		t.Fatalf("on(eth) = %v, want both addresses of ifindex 2", got)
 	}

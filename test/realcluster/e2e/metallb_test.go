@@ -56,6 +56,12 @@ func installMetalLB(t *testing.T) (manifest string) {
 	manifest = withoutKind(string(raw), "ValidatingWebhookConfiguration")
 	kubectlStdin(t, manifest, "apply", "-f", "-")
 	t.Cleanup(func() { removeMetalLB(t, manifest) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := cl.RunKubectl(context.Background(), "-n", metallbNS, "logs", "-l", "component=speaker", "--prefix", "--tail=60")
+			t.Logf("MetalLB's speakers:\n%s", out)
+		}
+	})
 	waitFor(t, timeout, func() (bool, string) {
 		d, err := cl.Client.AppsV1().Deployments(metallbNS).Get(ctx, "controller", metav1.GetOptions{})
 		if err != nil {

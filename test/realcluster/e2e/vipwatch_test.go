@@ -65,7 +65,7 @@ func watchVIPsEvery(t testing.TB, interval time.Duration, vips ...netip.Addr) *v
 type vipReport struct {
 	VIP      netip.Addr
 	Requests int
-	Doubles  []string // requests answered by more than one MAC
+	Doubles  []arpwatch.Double // requests answered by more than one MAC
 	// Owners are the MACs that answered, in the order they took over.
 	Owners []string
 	// LongestGap is the longest time without a reply (from the first
@@ -73,6 +73,19 @@ type vipReport struct {
 	LongestGap time.Duration
 	// Handovers are the gaps at each change of owner, in order.
 	Handovers []time.Duration
+	// Changes are when each owner answered first, in the order of Owners.
+	Changes []time.Time
+}
+
+// ownerAt is the MAC that answered last before at ("" if none did).
+func (r vipReport) ownerAt(at time.Time) string {
+	owner := ""
+	for i, c := range r.Changes {
+		if c.Before(at) {
+			owner = r.Owners[i]
+		}
+	}
+	return owner
 }
 
 func (r vipReport) String() string {
@@ -88,9 +101,39 @@ func roundAll(ds []time.Duration) []time.Duration {
 	return out
 }
 
+// unansweredSince returns the watched VIPs that no reply has come for
+// since t.
+func (w *vipWatch) unansweredSince(t testing.TB, since time.Time) []netip.Addr {
+	t.Helper()
+	frames, err := w.c.Since(w.start)
+	if err != nil {
+		t.Fatalf("capture: %v", err)
+	}
+	var out []netip.Addr
+	for v := range w.probers {
+		if !slices.ContainsFunc(frames, func(f arpwatch.ARPFrame) bool { return f.At.After(since) && w.c.IsReply(f, v) }) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // stop stops asking and reports each VIP; the test fails on any double
 // answer.
 func (w *vipWatch) stop(t testing.TB) map[netip.Addr]vipReport {
+	t.Helper()
+	reports := w.report(t)
+	for v, r := range reports {
+		for _, d := range r.Doubles {
+			t.Errorf("%s: %s", v, d)
+		}
+	}
+	return reports
+}
+
+// report stops asking and reports each VIP, double answers included, for
+// the caller to judge.
+func (w *vipWatch) report(t testing.TB) map[netip.Addr]vipReport {
 	t.Helper()
 	marks := map[netip.Addr][]int{}
 	for v, p := range w.probers {
@@ -108,7 +151,7 @@ func (w *vipWatch) stop(t testing.TB) map[netip.Addr]vipReport {
 	out := map[netip.Addr]vipReport{}
 	for v, m := range marks {
 		r := vipReport{VIP: v, Requests: len(m)}
-		_, r.Doubles = w.c.DoubleAnswers(frames, v, m)
+		_, r.Doubles = w.c.DoubleAnswerList(frames, v, m)
 		last := w.began
 		lastMAC := ""
 		for _, f := range frames {
@@ -122,14 +165,12 @@ func (w *vipWatch) stop(t testing.TB) map[netip.Addr]vipReport {
 					r.Handovers = append(r.Handovers, gap)
 				}
 				r.Owners = append(r.Owners, mac)
+				r.Changes = append(r.Changes, f.At)
 				lastMAC = mac
 			}
 			last = f.At
 		}
 		out[v] = r
-		for _, d := range r.Doubles {
-			t.Errorf("%s: %s", v, d)
-		}
 	}
 	return out
 }
