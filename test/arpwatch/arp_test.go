@@ -1,6 +1,7 @@
 package arpwatch
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"reflect"
@@ -388,7 +389,11 @@ func TestDoubleAnswers(t *testing.T) {
 	c := testClient()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			windows, doubles := c.DoubleAnswers(tt.frames, vip, tt.marks)
+			windows, list := c.DoubleAnswerList(tt.frames, vip, tt.marks)
+			var doubles []string
+			for _, d := range list {
+				doubles = append(doubles, fmt.Sprintf("double answer: request %d answered by %v", d.Request, d.MACs))
+			}
 			if windows != len(tt.marks) {
 				t.Errorf("windows = %d, want %d (one per request)", windows, len(tt.marks))
 			}
