@@ -41,6 +41,28 @@ export MUST_TIMEOUT=20
 kubectl() { "$kubectl_bin" "$@"; }
 helm() { "$helm_bin" "$@"; }
 client() { ip netns exec hrc-client "$@"; }
+# backend NS prints the Deployment of three httpecho pods (app: web) in NS,
+# as a YAML document to append to others (NS must come before it).
+backend() {
+	cat <<YAML
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: $1}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: httpecho
+        image: localhost/herald-test/httpecho:v1
+        imagePullPolicy: Never
+        args: ["-listen", ":8080", "-name", "\$(POD_NAME)"]
+        env: [{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
+YAML
+}
 
 step "A cluster: control plane + node1..node3 with kubelet, containerd, kube-proxy (Documentation/real-cluster.md)"
 start=$SECONDS
@@ -63,7 +85,7 @@ echo "service-green is pending: its condition says why"
 run kubectl -n example get svc service-green -o jsonpath='{.status.conditions[0].reason}: {.status.conditions[0].message}{"\n"}'
 
 step "L2 announcements: a Deployment behind a LoadBalancer Service, curled from the client (198.18.16.100)"
-kubectl apply -f - <<'YAML'
+{ cat <<'YAML'
 apiVersion: cilium.io/v2alpha1
 kind: CiliumLoadBalancerIPPool
 metadata: {name: lan}
@@ -83,22 +105,6 @@ apiVersion: v1
 kind: Namespace
 metadata: {name: demo}
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: demo}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: httpecho
-        image: localhost/herald-test/httpecho:v1
-        imagePullPolicy: Never
-        args: ["-listen", ":8080", "-name", "$(POD_NAME)"]
-        env: [{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
----
 apiVersion: v1
 kind: Service
 metadata: {name: web, namespace: demo}
@@ -107,6 +113,8 @@ spec:
   selector: {app: web}
   ports: [{port: 80, targetPort: 8080}]
 YAML
+	backend demo
+} | kubectl apply -f -
 run kubectl -n demo rollout status deploy/web --timeout=120s
 must kubectl -n demo wait --for=jsonpath='{.status.loadBalancer.ingress}' svc/web --timeout=20s
 vip=$(kubectl -n demo get svc web -o jsonpath='{.status.loadBalancer.ingress[0].ip}')
@@ -136,26 +144,10 @@ must vtysh_router -c 'show version'
 "$dir-bin/herald-realcluster" bgp-fixtures "$dir" >"$dir/bgp.yaml"
 run cat "$dir/bgp.yaml"
 run kubectl apply -f "$dir/bgp.yaml"
-kubectl apply -f - <<'YAML'
+{ cat <<'YAML'
 apiVersion: v1
 kind: Namespace
 metadata: {name: routed}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: routed}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: httpecho
-        image: localhost/herald-test/httpecho:v1
-        imagePullPolicy: Never
-        args: ["-listen", ":8080", "-name", "$(POD_NAME)"]
-        env: [{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
 ---
 apiVersion: v1
 kind: Service
@@ -169,6 +161,8 @@ spec:
   selector: {app: web}
   ports: [{port: 80, targetPort: 8080}]
 YAML
+	backend routed
+} | kubectl apply -f -
 run kubectl -n routed rollout status deploy/web --timeout=120s
 must kubectl -n routed wait --for=jsonpath='{.status.loadBalancer.ingress[1].ip}' svc/web --timeout=20s
 bgp_vip=$(kubectl -n routed get svc web -o jsonpath='{.status.loadBalancer.ingress[*].ip}' | tr ' ' '\n' | grep -v : | head -1)
