@@ -31,6 +31,15 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
+/* tcx: "run the next program" (the UAPI headers of older distributions lack
+ * it). What the responder does not answer goes on to the programs attached
+ * after it, and past the last to the stack: two responders (the agent's and
+ * the control-plane VIP's) or another tcx user on one device each see every
+ * request. TC_ACT_OK would be TCX_PASS, which ends the chain. */
+#ifndef TCX_NEXT
+#define TCX_NEXT -1
+#endif
+
 #define ARPHRD_ETHER 1
 #define ARPOP_REQUEST 1
 #define ARPOP_REPLY 2
@@ -482,12 +491,12 @@ static __always_inline int l2_responder_tc_v6(struct __sk_buff *skb)
 	struct na_frame na;
 
 	if (bpf_skb_load_bytes(skb, 0, &ns, sizeof(ns)) < 0)
-		return TC_ACT_OK;
+		return TCX_NEXT;
 	entry = l2_respond_v6(&ns, skb->ifindex, &na);
 	if (!entry)
-		return TC_ACT_OK;
+		return TCX_NEXT;
 	if (bpf_skb_change_tail(skb, sizeof(na), 0) < 0)
-		return TC_ACT_OK;
+		return TCX_NEXT;
 	if (bpf_skb_store_bytes(skb, 0, &na, sizeof(na), 0) < 0)
 		return TC_ACT_SHOT; /* resized but not rewritten: do not pass it on */
 	__sync_fetch_and_add(&entry->responses_sent, 1);
@@ -512,20 +521,20 @@ int l2_responder_tc(struct __sk_buff *skb)
 	/* A hardware-untagged VLAN frame's tag is only in the skb metadata;
 	 * such a request belongs to the VLAN device, not this one. */
 	if (skb->vlan_present)
-		return TC_ACT_OK;
+		return TCX_NEXT;
 	if (skb->protocol == bpf_htons(ETH_P_IPV6))
 		return l2_responder_tc_v6(skb);
 	if (skb->protocol != bpf_htons(ETH_P_ARP))
-		return TC_ACT_OK;
+		return TCX_NEXT;
 	/* Copies also from non-linear skbs. */
 	if (bpf_skb_load_bytes(skb, 0, &f, sizeof(f)) < 0)
-		return TC_ACT_OK;
+		return TCX_NEXT;
 
 	entry = l2_respond(&f, skb->ifindex);
 	if (!entry)
-		return TC_ACT_OK;
+		return TCX_NEXT;
 	if (bpf_skb_store_bytes(skb, 0, &f, sizeof(f), 0) < 0)
-		return TC_ACT_OK; /* nothing written: the request passes */
+		return TCX_NEXT; /* nothing written: the request passes */
 	__sync_fetch_and_add(&entry->responses_sent, 1);
 	return bpf_redirect(skb->ifindex, 0);
 }

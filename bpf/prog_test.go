@@ -34,8 +34,8 @@ const testRunIfindex = 1
 const (
 	xdpPass = 2
 	xdpTX   = 3
-	tcActOK = 0
-	tcRedir = 7 // TC_ACT_REDIRECT, returned by bpf_redirect
+	tcNext  = 0xffffffff // TCX_NEXT (-1): what the tc program does not answer goes on
+	tcRedir = 7          // TC_ACT_REDIRECT, returned by bpf_redirect
 )
 
 var (
@@ -83,7 +83,7 @@ func TestProgram(t *testing.T) {
 			r := loadT(t, mode, "")
 			answer, pass := uint32(xdpTX), uint32(xdpPass)
 			if mode == ModeTCX {
-				answer, pass = tcRedir, tcActOK
+				answer, pass = tcRedir, tcNext
 			}
 			run := func(in []byte) (uint32, []byte) {
 				t.Helper()
@@ -205,7 +205,7 @@ func BenchmarkProgram(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if ret != xdpPass && ret != tcActOK {
+				if ret != xdpPass && ret != tcNext {
 					b.Fatalf("returned %d", ret)
 				}
 				b.ReportMetric(float64(d.Nanoseconds()), "prog-ns/op")
@@ -309,7 +309,7 @@ func TestProgramNDP(t *testing.T) {
 			r := loadT(t, mode, "")
 			answer, pass := uint32(xdpTX), uint32(xdpPass)
 			if mode == ModeTCX {
-				answer, pass = tcRedir, tcActOK
+				answer, pass = tcRedir, tcNext
 			}
 			run := func(in []byte) (uint32, []byte) {
 				t.Helper()
