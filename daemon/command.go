@@ -57,7 +57,7 @@ func NewAgentCommand() *cobra.Command {
 	for _, name := range dbgshell.LibraryFlags {
 		_ = cmd.Flags().MarkHidden(name)
 	}
-	cmd.AddCommand(h.Command())
+	cmd.AddCommand(h.Command(), newControlPlaneCommand())
 	return cmd
 }
 

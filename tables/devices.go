@@ -52,6 +52,14 @@ type DeviceAddress struct {
 	// Scope is the kernel's address scope (RT_SCOPE_*): 0 universe
 	// (global), 200 site, 253 link, 254 host.
 	Scope uint8 `json:"scope"`
+	// PrefixLen is the length of the address's subnet prefix: the subnet
+	// on the device's link.
+	PrefixLen int `json:"prefixLen,omitempty"`
+}
+
+// Subnet is the address's subnet (its prefix, masked).
+func (a DeviceAddress) Subnet() netip.Prefix {
+	return netip.PrefixFrom(a.Addr, a.PrefixLen).Masked()
 }
 
 // ScopeUniverse is the scope of globally valid addresses (RT_SCOPE_UNIVERSE).

@@ -38,20 +38,30 @@ func (def Config) Flags(flags *pflag.FlagSet) {
 // hides them and refuses them on the command line and in the ConfigMap.
 var LibraryFlags = []string{shell.ShellSockPathName}
 
-var Cell = cell.Module(
-	"dbg-shell",
-	"Shell for herald-dbg with every table and the configuration",
+// Cell serves the agent's shell on DefaultSocket unless told otherwise.
+var Cell = NewCell(DefaultSocket)
 
-	cell.Config(Config{DbgSocket: DefaultSocket}),
-	cell.Provide(scriptCommands),
-	// Before the shell's listener starts: its directory.
-	cell.Invoke(prepareSocket),
-	// hive's shell server, on dbg-socket.
-	cell.Decorate(
-		func(_ shell.Config, c Config) shell.Config { return shell.Config{ShellSockPath: c.DbgSocket} },
-		shell.ServerCell(""),
-	),
-)
+// ControlPlaneSocket is where the control-plane VIP agent listens: it runs
+// beside the agent on the same nodes.
+const ControlPlaneSocket = "/var/run/herald/control-plane.sock"
+
+// NewCell returns the shell with its socket's default.
+func NewCell(socket string) cell.Cell {
+	return cell.Module(
+		"dbg-shell",
+		"Shell for herald-dbg with every table and the configuration",
+
+		cell.Config(Config{DbgSocket: socket}),
+		cell.Provide(scriptCommands),
+		// Before the shell's listener starts: its directory.
+		cell.Invoke(prepareSocket),
+		// hive's shell server, on dbg-socket.
+		cell.Decorate(
+			func(_ shell.Config, c Config) shell.Config { return shell.Config{ShellSockPath: c.DbgSocket} },
+			shell.ServerCell(""),
+		),
+	)
+}
 
 // prepareSocket creates the socket's directory. The shell removes a socket
 // left over by a previous run before it listens, and its listener removes

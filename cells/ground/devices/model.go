@@ -37,11 +37,11 @@ type model struct {
 	// addrs are kept apart from links: the two subscriptions are separate
 	// sockets, so an address may arrive before its link. The kernel
 	// deletes a link's addresses (RTM_DELADDR) before the link.
-	addrs map[int]map[netip.Addr]uint8 // ifindex → address → scope
+	addrs map[int]map[netip.Addr]addrInfo // ifindex → address → scope, prefix length
 }
 
 func newModel() *model {
-	return &model{links: map[int]*tables.Device{}, addrs: map[int]map[netip.Addr]uint8{}}
+	return &model{links: map[int]*tables.Device{}, addrs: map[int]map[netip.Addr]addrInfo{}}
 }
 
 // applyLink applies a link update; ok is false if it is not about a link
@@ -61,6 +61,12 @@ func (m *model) applyLink(u netlink.LinkUpdate) (idx int, ok bool) {
 	return idx, true
 }
 
+// addrInfo is what the model keeps of an address besides the address.
+type addrInfo struct {
+	scope uint8
+	bits  int // the prefix length: the subnet is on the device's link
+}
+
 func (m *model) applyAddr(u netlink.AddrUpdate) (addrKey, bool) {
 	ip, ok := netip.AddrFromSlice(u.LinkAddress.IP)
 	if !ok {
@@ -69,9 +75,10 @@ func (m *model) applyAddr(u netlink.AddrUpdate) (addrKey, bool) {
 	k := addrKey{u.LinkIndex, ip.Unmap()}
 	if u.NewAddr {
 		if m.addrs[k.index] == nil {
-			m.addrs[k.index] = map[netip.Addr]uint8{}
+			m.addrs[k.index] = map[netip.Addr]addrInfo{}
 		}
-		m.addrs[k.index][k.addr] = uint8(u.Scope)
+		bits, _ := u.LinkAddress.Mask.Size()
+		m.addrs[k.index][k.addr] = addrInfo{scope: uint8(u.Scope), bits: bits}
 	} else {
 		delete(m.addrs[k.index], k.addr)
 		if len(m.addrs[k.index]) == 0 {
@@ -86,8 +93,8 @@ func (m *model) devices(pats patterns) map[int]*tables.Device {
 	out := make(map[int]*tables.Device, len(m.links))
 	for idx, link := range m.links {
 		d := link.Clone()
-		for a, scope := range m.addrs[idx] {
-			d.Addresses = append(d.Addresses, tables.DeviceAddress{Addr: a, Scope: scope})
+		for a, info := range m.addrs[idx] {
+			d.Addresses = append(d.Addresses, tables.DeviceAddress{Addr: a, Scope: info.scope, PrefixLen: info.bits})
 		}
 		slices.SortFunc(d.Addresses, func(a, b tables.DeviceAddress) int { return a.Addr.Compare(b.Addr) })
 		master := ""

@@ -36,7 +36,7 @@ var defaultConfig = Config{L2ResponderMode: string(bpf.ModeTCX), BPFRoot: bpf.De
 
 func (def Config) Flags(flags *pflag.FlagSet) {
 	flags.String("l2-responder-mode", def.L2ResponderMode, `Where the ARP responder runs: "tcx" (tc ingress) or "xdp"`)
-	flags.String("bpf-root", def.BPFRoot, "Mount point of the BPF filesystem; the responder's maps are pinned under <bpf-root>/herald")
+	flags.String("bpf-root", def.BPFRoot, "Mount point of the BPF filesystem; the responder's maps are pinned under <bpf-root>/herald (<bpf-root>/herald-control-plane for control-plane-vip)")
 }
 
 func (c Config) validate() error {
@@ -47,10 +47,23 @@ func (c Config) validate() error {
 	return fmt.Errorf(`l2-responder-mode: %q is not "tcx" or "xdp"`, c.L2ResponderMode)
 }
 
-var Cell = cell.Module(
-	"l2-responder",
-	"Answers ARP for announced IPs from eBPF",
+// Cell is the L2 announcements' responder, its maps pinned under
+// <bpf-root>/herald.
+var Cell = NewCell("herald")
 
-	cell.Config(defaultConfig),
-	cell.Invoke(registerResponder),
-)
+// NewCell returns a responder whose maps are pinned under <bpf-root>/<pin>:
+// the control-plane VIP agent runs one of its own beside the agent's, on
+// the same devices, with maps of its own.
+func NewCell(pin string) cell.Cell {
+	return cell.Module(
+		"l2-responder",
+		"Answers ARP for announced IPs from eBPF",
+
+		cell.Config(defaultConfig),
+		cell.ProvidePrivate(func() pinDir { return pinDir(pin) }),
+		cell.Invoke(registerResponder),
+	)
+}
+
+// pinDir is the directory under bpf-root the maps are pinned in.
+type pinDir string

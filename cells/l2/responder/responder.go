@@ -28,6 +28,7 @@ type params struct {
 	cell.In
 
 	Config    Config
+	Pin       pinDir
 	Agent     agentconfig.Config
 	L2        l2config.Config
 	Log       *slog.Logger
@@ -96,7 +97,7 @@ func registerProgram(p params, h *handle) {
 			if err := bpf.EnsureBPFFS(p.Config.BPFRoot); err != nil {
 				return err
 			}
-			r, err := bpf.Load(bpf.Mode(p.Config.L2ResponderMode), filepath.Join(p.Config.BPFRoot, "herald"))
+			r, err := bpf.Load(bpf.Mode(p.Config.L2ResponderMode), filepath.Join(p.Config.BPFRoot, string(p.Pin)))
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,297 @@
+package election
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/hive/job"
+	"github.com/cilium/statedb"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heraldlb/herald/cells/cpvip/cpconfig"
+	"github.com/heraldlb/herald/tables"
+)
+
+// beatInterval: every node sends every peer a beat this often. Six beats
+// fit in the default fence window: a few lost packets cost nothing.
+const beatInterval = 50 * time.Millisecond
+
+type params struct {
+	cell.In
+
+	Config    cpconfig.Config
+	Log       *slog.Logger
+	DB        *statedb.DB
+	Jobs      job.Group
+	Readiness statedb.Table[*tables.ControlPlaneReadiness]
+	Devices   statedb.Table[*tables.Device]
+	Announce  statedb.RWTable[*tables.L2AnnounceEntry]
+	Health    statedb.RWTable[*tables.L2LeaseHealth]
+	Members   statedb.RWTable[*tables.ControlPlaneMember]
+	VIP       statedb.RWTable[*tables.ControlPlaneVIP]
+	Metrics   prometheus.Registerer `optional:"true"`
+}
+
+// runner runs this node's part of the election and does what it decides.
+type runner struct {
+	params
+	cfg    cpconfig.Parsed
+	secret []byte
+	st     *State
+	tr     *transport
+	m      *metrics
+	vips   []string // normalized, for the beats
+	peers  []string
+
+	ready      *tables.ControlPlaneReadiness
+	entries    []*tables.L2AnnounceEntry // where each VIP is answered; nil: misplaced
+	misplaced  error
+	announced  bool
+	withdrawal string // why the entries are being withdrawn; "" when not
+	renewed    time.Time
+	mismatched map[string]string // peer → how its configuration differs
+	lastWhy    string
+}
+
+func registerElection(p params) error {
+	cfg, err := p.Config.Parse()
+	if err != nil {
+		return err
+	}
+	secret, err := p.Config.Secret()
+	if err != nil {
+		return err
+	}
+	r := &runner{params: p, cfg: cfg, secret: secret, m: newMetrics(), mismatched: map[string]string{}}
+	for _, v := range cfg.VIPs {
+		r.vips = append(r.vips, v.String())
+	}
+	for _, q := range cfg.Peers {
+		r.peers = append(r.peers, q.Name+"="+q.Addr.String())
+	}
+	if p.Metrics != nil {
+		p.Metrics.MustRegister(r.m.collectors()...)
+	}
+	p.Jobs.Add(job.OneShot("elect", r.run))
+	return nil
+}
+
+func (r *runner) rules() Rules {
+	var names []string
+	for _, q := range r.cfg.Peers {
+		names = append(names, q.Name)
+	}
+	w := r.Config.FenceWindow
+	return Rules{Self: r.cfg.Self, Nodes: names, Window: w, Live: w}
+}
+
+func (r *runner) run(ctx context.Context, health cell.Health) error {
+	if err := tables.WaitInitialized(ctx, r.DB, r.Devices); err != nil {
+		return nil
+	}
+	// What a previous run left: this one owns nothing yet.
+	if err := removeRoutes(r.cfg.VIPs); err != nil {
+		r.Log.Warn("Cannot remove the VIP routes of an earlier run", "error", err)
+	}
+	tr, err := startTransport(r.Log, r.cfg.Self, r.cfg.Addr, r.Config.PeerPort, r.secret)
+	if err != nil {
+		health.Degraded("transport", err)
+		return err
+	}
+	r.tr = tr
+	defer tr.stop()
+	r.st = New(r.rules(), time.Now())
+	r.Log.Info("Control-plane VIP election started", "vips", r.vips, "peers", r.peers,
+		"quorum", r.st.Quorum(), "address", netip.AddrPortFrom(r.cfg.Addr, uint16(r.Config.PeerPort)), "fence-window", r.Config.FenceWindow)
+	health.OK("electing")
+
+	tick := time.NewTicker(beatInterval)
+	defer tick.Stop()
+	for {
+		txn := r.DB.ReadTxn()
+		ready, _, readyWatch, _ := r.Readiness.GetWatch(txn, tables.ControlPlaneReadinessNodeIndex.Query(r.cfg.Self))
+		devs, devWatch := r.Devices.AllWatch(txn)
+		r.ready = ready
+		r.placeVIPs(statedb.Collect(devs))
+		var entriesWatch <-chan struct{}
+		if r.withdrawal != "" {
+			var done bool
+			if done, entriesWatch = withdrawn(r.DB, r.Announce); done {
+				r.finishWithdrawal()
+			}
+		}
+		r.act(time.Now())
+		r.publish(time.Now())
+		select {
+		case <-ctx.Done():
+			r.shutdown()
+			return nil
+		case b := <-tr.in:
+			r.receive(b, time.Now())
+		case <-tick.C:
+			r.beat(time.Now())
+		case <-readyWatch:
+		case <-devWatch:
+		case <-entriesWatch:
+		}
+	}
+}
+
+// eligible: the local API server is ready and every VIP has its device.
+func (r *runner) eligible() bool {
+	return r.ready != nil && r.ready.Eligible && r.misplaced == nil
+}
+
+// placeVIPs finds the devices of the VIPs, and says so when that changes.
+func (r *runner) placeVIPs(devs []*tables.Device) {
+	entries, err := place(r.cfg.VIPs, devs)
+	was := r.misplaced
+	r.misplaced = err
+	switch {
+	case err != nil && (was == nil || was.Error() != err.Error()):
+		r.Log.Error("This node cannot announce the VIPs and takes no part as a candidate", "error", err)
+		r.m.misplaced.Set(1)
+	case err == nil && was != nil:
+		r.Log.Info("Every VIP is on a subnet of a selected device again")
+		r.m.misplaced.Set(0)
+	}
+	if err != nil {
+		r.entries = nil
+		return
+	}
+	if !r.announced {
+		if changed, err := quietKernel(entries); err != nil {
+			r.Log.Error("Cannot keep the kernel from answering ARP for the VIPs", "error", err)
+		} else if len(changed) > 0 {
+			r.Log.Info("Set arp_ignore to 1, so that only the responder answers ARP for the VIPs", "devices", changed)
+		}
+	}
+	r.entries = entries
+}
+
+// beat is this node's turn: a beat to every peer.
+func (r *runner) beat(now time.Time) {
+	r.st.SetEligible(r.eligible())
+	b := r.st.Tick(now)
+	msg := encode(wireMessage{Beat: &b, VIPs: r.vips, Peers: r.peers})
+	for _, q := range r.cfg.Peers {
+		if q.Name != r.cfg.Self {
+			r.tr.send(q.Name, q.Addr, r.Config.PeerPort, msg)
+		}
+	}
+}
+
+// receive handles one message from a peer.
+func (r *runner) receive(b []byte, now time.Time) {
+	m, err := decode(b)
+	if err != nil {
+		r.Log.Debug("Dropped a message", "error", err)
+		return
+	}
+	from := m.from()
+	if !slices.ContainsFunc(r.cfg.Peers, func(q cpconfig.Peer) bool { return q.Name == from }) {
+		r.Log.Debug("Dropped a message from a node not in --peers", "node", from)
+		return
+	}
+	if why := mismatch(m, r.vips, r.peers); why != "" {
+		if r.mismatched[from] != why {
+			r.Log.Error("A control-plane node is configured differently: it takes no part in this node's election until both agree",
+				"node", from, "difference", why)
+			r.mismatched[from] = why
+			r.m.mismatched.Set(float64(len(r.mismatched)))
+		}
+		return
+	}
+	if _, ok := r.mismatched[from]; ok {
+		delete(r.mismatched, from)
+		r.m.mismatched.Set(float64(len(r.mismatched)))
+		r.Log.Info("A control-plane node agrees on the configuration again", "node", from)
+	}
+	if m.Beat != nil {
+		r.st.SetEligible(r.eligible())
+		if g := r.st.OnBeat(*m.Beat, now); g != nil {
+			q := r.cfg.Peers[slices.IndexFunc(r.cfg.Peers, func(q cpconfig.Peer) bool { return q.Name == from })]
+			r.tr.send(q.Name, q.Addr, r.Config.PeerPort, encode(wireMessage{Grant: g, VIPs: r.vips, Peers: r.peers}))
+		}
+		return
+	}
+	r.st.OnGrant(*m.Grant)
+}
+
+// act does what the election decided: take the VIPs, keep the deadline
+// current, or give them up.
+func (r *runner) act(now time.Time) {
+	owning := r.st.Owning(now)
+	switch {
+	case r.withdrawal != "":
+		// Waiting for the responder (run's loop).
+	case r.announced && !owning:
+		r.startWithdrawal("the election's deadline passed without a quorum renewing it")
+	case r.announced && r.st.MustWithdraw(now):
+		r.startWithdrawal(fmt.Sprintf("node %q is preferred now", r.st.Preferred(now)))
+	case r.announced:
+		if d := r.st.Deadline(); !d.Equal(r.renewed) {
+			renewDeadline(r.DB, r.Health, r.cfg.Self, len(r.entries), d)
+			r.renewed = d
+		}
+	case owning && r.st.Preferred(now) == r.cfg.Self && r.entries != nil:
+		if err := addRoutes(r.cfg.VIPs); err != nil {
+			r.Log.Error("Cannot make the VIPs local addresses; not answering for them", "error", err)
+			return
+		}
+		r.renewed = r.st.Deadline()
+		writeEntries(r.DB, r.Announce, r.Health, r.cfg.Self, r.entries, r.renewed)
+		r.announced = true
+		r.m.owner.Set(1)
+		r.m.takeovers.Inc()
+		r.Log.Info("Took the VIPs over: a quorum granted this node", "vips", r.vips, "until", r.renewed)
+	}
+}
+
+func (r *runner) startWithdrawal(why string) {
+	r.withdrawal = why
+	r.Log.Info("Giving the VIPs up", "reason", why)
+	markWithdrawn(r.DB, r.Announce)
+}
+
+// finishWithdrawal runs once the responder confirmed the VIPs out of its
+// maps: then this node answers for nothing, and may say so.
+func (r *runner) finishWithdrawal() {
+	clearEntries(r.DB, r.Announce, r.Health, r.cfg.Self)
+	if err := removeRoutes(r.cfg.VIPs); err != nil {
+		r.Log.Warn("Cannot remove the VIP routes", "error", err)
+	}
+	r.st.Release()
+	r.Log.Info("Gave the VIPs up: the responder no longer answers for them", "reason", r.withdrawal)
+	r.withdrawal, r.announced, r.renewed = "", false, time.Time{}
+	r.m.owner.Set(0)
+}
+
+// shutdown gives the VIPs up before the agent stops, and tells the peers,
+// so that one of them takes over at once rather than after the window.
+func (r *runner) shutdown() {
+	if r.announced {
+		r.startWithdrawal("the agent is stopping")
+		deadline := time.After(2 * time.Second)
+		for {
+			done, watch := withdrawn(r.DB, r.Announce)
+			if done {
+				r.finishWithdrawal()
+				break
+			}
+			select {
+			case <-watch:
+			case <-deadline:
+				r.Log.Warn("The responder did not confirm the VIPs out in time; the peers wait out the fence window")
+				return
+			}
+		}
+	}
+	r.st.SetEligible(false)
+	r.beat(time.Now())
+}

@@ -1,0 +1,159 @@
+package readiness
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/hive/job"
+	"github.com/cilium/statedb"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heraldlb/herald/cells/cpvip/cpconfig"
+	"github.com/heraldlb/herald/tables"
+)
+
+type params struct {
+	cell.In
+
+	Config    cpconfig.Config
+	Log       *slog.Logger
+	DB        *statedb.DB
+	Jobs      job.Group
+	Readiness statedb.RWTable[*tables.ControlPlaneReadiness]
+	Metrics   prometheus.Registerer `optional:"true"`
+}
+
+type prober struct {
+	params
+	client  *http.Client
+	judge   judge
+	probes  *prometheus.CounterVec
+	ready   prometheus.Gauge
+	last    string // the last probe's outcome, to log changes of it once
+	started time.Time
+}
+
+func registerProber(p params) error {
+	client, err := newClient(p.Config)
+	if err != nil {
+		return err
+	}
+	pr := &prober{params: p, client: client,
+		judge: judge{failureThreshold: p.Config.ReadyzFailureThreshold, successThreshold: p.Config.ReadyzSuccessThreshold},
+		probes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_control_plane_readyz_probes_total",
+			Help: "Probes of the local API server's readiness endpoint, by result (ok, not-ready, error)"}, []string{"result"}),
+		ready: prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_control_plane_api_server_ready",
+			Help: "1 while the local API server counts as ready (after the thresholds), else 0"}),
+	}
+	if p.Metrics != nil {
+		p.Metrics.MustRegister(pr.probes, pr.ready)
+	}
+	wtxn := p.DB.WriteTxn(p.Readiness)
+	pr.started = time.Now()
+	_, _, _ = p.Readiness.Insert(wtxn, &tables.ControlPlaneReadiness{Node: p.Config.Node(), Since: pr.started, Reason: "not probed yet"})
+	wtxn.Commit()
+	p.Jobs.Add(job.OneShot("probe", pr.run))
+	return nil
+}
+
+// newClient is the probe's HTTP client: no credentials (the API server
+// serves /readyz to anyone), the CA if one is given.
+func newClient(c cpconfig.Config) (*http.Client, error) {
+	tc := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // only the status code is read; see readyz-ca-file
+	if c.ReadyzCAFile != "" {
+		pem, err := os.ReadFile(c.ReadyzCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("readyz-ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("readyz-ca-file: %s holds no PEM certificate", c.ReadyzCAFile)
+		}
+		tc = &tls.Config{RootCAs: pool}
+	}
+	return &http.Client{Timeout: c.ReadyzTimeout, Transport: &http.Transport{TLSClientConfig: tc, MaxIdleConns: 1}}, nil
+}
+
+func (pr *prober) run(ctx context.Context, health cell.Health) error {
+	tick := time.NewTicker(pr.Config.ReadyzPeriod)
+	defer tick.Stop()
+	for {
+		ok, outcome := pr.probe(ctx)
+		pr.record(ok, outcome, health)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// probe asks once: ready means 200.
+func (pr *prober) probe(ctx context.Context) (ok bool, outcome string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pr.Config.ReadyzURL, nil)
+	if err != nil {
+		return false, err.Error()
+	}
+	resp, err := pr.client.Do(req)
+	if err != nil {
+		pr.probes.WithLabelValues("error").Inc()
+		return false, err.Error()
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		pr.probes.WithLabelValues("ok").Inc()
+		return true, "ready"
+	case http.StatusNotFound, http.StatusUnauthorized, http.StatusForbidden:
+		pr.probes.WithLabelValues("error").Inc()
+		return false, fmt.Sprintf("GET %s answered %s: is readyz-url the API server's /readyz?", pr.Config.ReadyzURL, resp.Status)
+	}
+	pr.probes.WithLabelValues("not-ready").Inc()
+	return false, fmt.Sprintf("GET %s answered %s", pr.Config.ReadyzURL, resp.Status)
+}
+
+// record applies the thresholds, and logs and publishes what changed.
+func (pr *prober) record(ok bool, outcome string, health cell.Health) {
+	changed := pr.judge.observe(ok)
+	if outcome != pr.last {
+		pr.Log.Debug("Readiness probe", "url", pr.Config.ReadyzURL, "outcome", outcome)
+	}
+	if !changed && outcome == pr.last {
+		return
+	}
+	pr.last = outcome
+	txn := pr.DB.WriteTxn(pr.Readiness)
+	row, _, _ := pr.Readiness.Get(txn, tables.ControlPlaneReadinessNodeIndex.Query(pr.Config.Node()))
+	next := *row
+	next.Reason = outcome
+	if changed {
+		next.Eligible, next.Since = pr.judge.eligible, time.Now()
+	}
+	_, _, _ = pr.Readiness.Insert(txn, &next)
+	txn.Commit()
+	if !changed {
+		return
+	}
+	if pr.judge.eligible {
+		pr.ready.Set(1)
+		// Health says the prober works, not that the API server is
+		// ready: a liveness probe must not restart the agent for it.
+		health.OK("local API server ready")
+		pr.Log.Info("Local API server ready: this node may own the VIPs", "url", pr.Config.ReadyzURL,
+			"success-threshold", pr.Config.ReadyzSuccessThreshold)
+	} else {
+		pr.ready.Set(0)
+		health.OK("local API server not ready: " + outcome)
+		pr.Log.Warn("Local API server not ready: this node gives the VIPs up", "url", pr.Config.ReadyzURL,
+			"reason", outcome, "failure-threshold", pr.Config.ReadyzFailureThreshold)
+	}
+}

@@ -1,0 +1,105 @@
+package daemon
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/cilium/hive"
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/hive/job"
+	"github.com/cilium/statedb"
+	"github.com/spf13/cobra"
+
+	"github.com/heraldlb/herald/cells/cpvip"
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
+	"github.com/heraldlb/herald/cells/ground/dbgshell"
+	"github.com/heraldlb/herald/cells/ground/devices"
+	"github.com/heraldlb/herald/cells/ground/health"
+	"github.com/heraldlb/herald/cells/ground/metrics"
+	"github.com/heraldlb/herald/cells/ground/pprof"
+)
+
+// ControlPlaneCells are the control-plane VIP mode's: the ground floor
+// without anything Kubernetes (no client, no reflectors, no Lease
+// elections: the API server is what the VIP serves), and the mode.
+var ControlPlaneCells = []cell.Cell{
+	health.Cell,
+	job.Cell,
+	statedb.Cell,
+	metrics.Cell,
+	pprof.Cell,
+	// netlink → table devices: where the VIPs are answered.
+	devices.Cell,
+	// Every table and the configuration → herald-dbg --socket
+	// /var/run/herald/control-plane.sock.
+	dbgshell.NewCell(dbgshell.ControlPlaneSocket),
+	// The VIPs: readiness of the local API server, the election among
+	// the control-plane nodes, the responder.
+	cpvip.Cell,
+	health.Started,
+}
+
+// ControlPlaneEnvPrefix starts the environment variable of each option of
+// the control-plane VIP mode: HERALD_CP_VIPS for vips.
+const ControlPlaneEnvPrefix = "HERALD_CP_"
+
+// NewControlPlane returns the control-plane VIP mode's hive.
+func NewControlPlane(extra ...cell.Cell) *hive.Hive {
+	return hive.NewWithOptions(hive.Options{
+		EnvPrefix:    ControlPlaneEnvPrefix,
+		StartTimeout: time.Minute,
+		StopTimeout:  30 * time.Second,
+		ModuleDecorators: cell.ModuleDecorators{
+			func(h cell.Health, id cell.ModuleID) cell.Health { return h.NewScope(string(id)) },
+		},
+		ModulePrivateProviders: cell.ModulePrivateProviders{
+			func(r job.Registry, h cell.Health, l *slog.Logger) job.Group {
+				return r.NewGroup(h, job.WithLogger(l))
+			},
+		},
+	}, append(ControlPlaneCells, extra...)...)
+}
+
+// newControlPlaneCommand is `herald-agent control-plane-vip`.
+func newControlPlaneCommand() *cobra.Command {
+	effective := &agentconfig.Effective{}
+	h := NewControlPlane(cell.Provide(func() *agentconfig.Effective { return effective }))
+	var configDir, logLevel string
+	cmd := &cobra.Command{
+		Use:   "control-plane-vip",
+		Short: "Announce VIPs for the kube-apiservers of an HA control plane (static Pod or systemd unit on each control-plane node)",
+		Long: `Runs on every control-plane node, before any API server is up, and reads nothing from one.
+The nodes listed in --peers elect the owner of the VIPs among the nodes whose local
+kube-apiserver answers /readyz; the owner answers ARP and NDP for them from eBPF.
+See Documentation/control-plane-vip.md.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := refuseLibraryFlags(cmd.Flags()); err != nil {
+				return err
+			}
+			if configDir != "" {
+				if err := ApplyConfigDir(cmd.Flags(), configDir); err != nil {
+					return err
+				}
+			}
+			effective.Set(optionValues(cmd.Flags()))
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("log-level: %w", err)
+			}
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			slog.SetDefault(log)
+			return h.Run(log)
+		},
+	}
+	cmd.Flags().StringVar(&configDir, "config-dir", "", "Directory with one file per option; command-line flags take precedence")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "Log level: debug, info, warn or error")
+	h.RegisterFlags(cmd.Flags())
+	for _, name := range dbgshell.LibraryFlags {
+		_ = cmd.Flags().MarkHidden(name)
+	}
+	return cmd
+}
