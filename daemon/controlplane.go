@@ -13,12 +13,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heraldlb/herald/cells/cpvip"
+	"github.com/heraldlb/herald/cells/cpvip/cpvipconfig"
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/cells/ground/dbgshell"
 	"github.com/heraldlb/herald/cells/ground/devices"
 	"github.com/heraldlb/herald/cells/ground/health"
 	"github.com/heraldlb/herald/cells/ground/metrics"
 	"github.com/heraldlb/herald/cells/ground/pprof"
+	"github.com/heraldlb/herald/cells/l2/l2config"
+	"github.com/heraldlb/herald/cells/l2/responder"
 )
 
 // ControlPlaneCells are the control-plane VIP mode's: the ground floor
@@ -35,8 +38,19 @@ var ControlPlaneCells = []cell.Cell{
 	// Every table and the configuration → herald-dbg --socket
 	// /var/run/herald/control-plane.sock.
 	dbgshell.NewCell(dbgshell.ControlPlaneSocket),
+	// L2 announcements' responder, with maps of its own, answering for
+	// what the election puts into l2-announce. Started before the
+	// election, so stopped after it: the election gives the VIPs up
+	// through it when the agent stops.
+	responder.NewCell(cpvip.ResponderPinDir),
+	cell.Provide(
+		// What the responder reads of the agent's configuration: this
+		// node's name, and that it answers.
+		func(c cpvipconfig.Config) agentconfig.Config { return agentconfig.Config{NodeName: c.Node()} },
+		func() l2config.Config { return l2config.Config{EnableL2Announcements: true} },
+	),
 	// The VIPs: readiness of the local API server, the election among
-	// the control-plane nodes, the responder.
+	// the control-plane nodes.
 	cpvip.Cell,
 	health.Started,
 }

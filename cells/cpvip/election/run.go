@@ -13,7 +13,7 @@ import (
 	"github.com/cilium/statedb"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/heraldlb/herald/cells/cpvip/cpconfig"
+	"github.com/heraldlb/herald/cells/cpvip/cpvipconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -24,7 +24,7 @@ const beatInterval = 50 * time.Millisecond
 type params struct {
 	cell.In
 
-	Config    cpconfig.Config
+	Config    cpvipconfig.Config
 	Log       *slog.Logger
 	DB        *statedb.DB
 	Jobs      job.Group
@@ -40,7 +40,7 @@ type params struct {
 // runner runs this node's part of the election and does what it decides.
 type runner struct {
 	params
-	cfg    cpconfig.Parsed
+	cfg    cpvipconfig.Parsed
 	secret []byte
 	st     *State
 	tr     *transport
@@ -194,7 +194,7 @@ func (r *runner) receive(b []byte, now time.Time) {
 		return
 	}
 	from := m.from()
-	if !slices.ContainsFunc(r.cfg.Peers, func(q cpconfig.Peer) bool { return q.Name == from }) {
+	if !slices.ContainsFunc(r.cfg.Peers, func(q cpvipconfig.Peer) bool { return q.Name == from }) {
 		r.Log.Debug("Dropped a message from a node not in --peers", "node", from)
 		return
 	}
@@ -215,7 +215,7 @@ func (r *runner) receive(b []byte, now time.Time) {
 	if m.Beat != nil {
 		r.st.SetEligible(r.eligible())
 		if g := r.st.OnBeat(*m.Beat, now); g != nil {
-			q := r.cfg.Peers[slices.IndexFunc(r.cfg.Peers, func(q cpconfig.Peer) bool { return q.Name == from })]
+			q := r.cfg.Peers[slices.IndexFunc(r.cfg.Peers, func(q cpvipconfig.Peer) bool { return q.Name == from })]
 			r.tr.send(q.Name, q.Addr, r.Config.PeerPort, encode(wireMessage{Grant: g, VIPs: r.vips, Peers: r.peers}))
 		}
 		return

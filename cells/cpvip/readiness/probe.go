@@ -16,14 +16,14 @@ import (
 	"github.com/cilium/statedb"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/heraldlb/herald/cells/cpvip/cpconfig"
+	"github.com/heraldlb/herald/cells/cpvip/cpvipconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
 type params struct {
 	cell.In
 
-	Config    cpconfig.Config
+	Config    cpvipconfig.Config
 	Log       *slog.Logger
 	DB        *statedb.DB
 	Jobs      job.Group
@@ -66,7 +66,7 @@ func registerProber(p params) error {
 
 // newClient is the probe's HTTP client: no credentials (the API server
 // serves /readyz to anyone), the CA if one is given.
-func newClient(c cpconfig.Config) (*http.Client, error) {
+func newClient(c cpvipconfig.Config) (*http.Client, error) {
 	tc := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // only the status code is read; see readyz-ca-file
 	if c.ReadyzCAFile != "" {
 		pem, err := os.ReadFile(c.ReadyzCAFile)

@@ -1,10 +1,10 @@
-// Package cpconfig is the configuration of the control-plane VIP mode
+// Package cpvipconfig is the configuration of the control-plane VIP mode
 // (herald-agent control-plane-vip): which VIPs, which nodes elect their
 // owner, the peer secret, and how the local API server's readiness is
 // judged. It reads nothing from the API server: everything is given on
 // the command line, in the environment or in a config directory, and the
 // same on every control-plane node.
-package cpconfig
+package cpvipconfig
 
 import (
 	"crypto/sha256"

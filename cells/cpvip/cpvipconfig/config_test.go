@@ -1,0 +1,95 @@
+package cpvipconfig
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func valid() Config {
+	c := Defaults
+	c.NodeName = "cp2"
+	c.VIPs = []string{"198.18.40.100", "fd00:18:0:40::100"}
+	c.Peers = []string{"cp1=198.18.40.11", "cp2=198.18.40.12", "cp3=198.18.40.13"}
+	return c
+}
+
+func TestParse(t *testing.T) {
+	p, err := valid().Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Self != "cp2" || p.Addr.String() != "198.18.40.12" || len(p.VIPs) != 2 || len(p.Peers) != 3 || p.Digest == "" {
+		t.Fatalf("parsed %+v", p)
+	}
+	other := valid()
+	other.VIPs = []string{"198.18.40.100"}
+	if q, _ := other.Parse(); q.Digest == p.Digest {
+		t.Fatal("different VIP lists have one digest")
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"no VIP", func(c *Config) { c.VIPs = nil }, "vips: no VIP given"},
+		{"not an address", func(c *Config) { c.VIPs = []string{"198.18.40"} }, `vips: "198.18.40" is not a unicast IP address`},
+		{"multicast", func(c *Config) { c.VIPs = []string{"224.0.0.18"} }, "not a unicast"},
+		{"loopback", func(c *Config) { c.VIPs = []string{"127.0.0.10"} }, "not a unicast"},
+		{"twice", func(c *Config) { c.VIPs = []string{"198.18.40.100", "198.18.40.100"} }, "given twice"},
+		{"no peers", func(c *Config) { c.Peers = nil }, "peers: no control-plane node"},
+		{"peer without address", func(c *Config) { c.Peers = []string{"cp1", "cp2=198.18.40.12"} }, `peers: "cp1" is not name=address`},
+		{"peer name twice", func(c *Config) { c.Peers = []string{"cp2=198.18.40.11", "cp2=198.18.40.12"} }, "repeats a name or an address"},
+		{"a VIP as a peer", func(c *Config) { c.Peers = append(c.Peers, "cp4=198.18.40.100") }, "is a VIP"},
+		{"not among the peers", func(c *Config) { c.NodeName = "cp9" }, `this node, "cp9" (node-name), is not among them`},
+		{"readyz URL", func(c *Config) { c.ReadyzURL = "127.0.0.1:6443/readyz" }, "readyz-url"},
+		{"readyz thresholds", func(c *Config) { c.ReadyzFailureThreshold = 0 }, "readyz-failure-threshold"},
+		{"readyz CA missing", func(c *Config) { c.ReadyzCAFile = "/nonexistent/ca.crt" }, "readyz-ca-file"},
+		{"fence window", func(c *Config) { c.FenceWindow = 10_000_000 }, "fence-window"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := valid()
+			tc.edit(&c)
+			_, err := c.Parse()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSecret(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"unset", "", "peer-secret-file: not set"},
+		{"missing", filepath.Join(dir, "nope"), "no such file"},
+		{"short", write("short", "tooshort\n"), "shorter than 16 characters"},
+		{"blank", write("blank", "                    \n"), "shorter than 16"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := valid()
+			c.PeerSecretFile = tc.file
+			if _, err := c.Secret(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+	c := valid()
+	c.PeerSecretFile = write("good", "0123456789abcdef0123\n")
+	if s, err := c.Secret(); err != nil || string(s) != "0123456789abcdef0123" {
+		t.Fatalf("secret %q, %v", s, err)
+	}
+}
