@@ -41,6 +41,11 @@ type Config struct {
 	// may still answer, and so the floor of every failover but a
 	// release.
 	FenceWindow time.Duration // fence-window
+
+	// SysctlDir is where the host's /proc/sys is: a container mounts the
+	// host's /proc/sys/net somewhere writable (arp_ignore, see
+	// cells/cpvip/election).
+	SysctlDir string // sysctl-dir
 }
 
 // Defaults: the agent's peer port is 7947; this mode's is the next one.
@@ -52,6 +57,7 @@ var Defaults = Config{
 	ReadyzFailureThreshold: 3,
 	ReadyzSuccessThreshold: 10,
 	FenceWindow:            300 * time.Millisecond,
+	SysctlDir:              "/proc/sys",
 }
 
 func (def Config) Flags(flags *pflag.FlagSet) {
@@ -66,6 +72,7 @@ func (def Config) Flags(flags *pflag.FlagSet) {
 	flags.Duration("readyz-timeout", def.ReadyzTimeout, "How long one ask may take before it counts as a failure")
 	flags.Int("readyz-failure-threshold", def.ReadyzFailureThreshold, "Failures in a row after which the node is no longer eligible (and gives the VIPs up)")
 	flags.Int("readyz-success-threshold", def.ReadyzSuccessThreshold, "Successes in a row after which the node is eligible again")
+	flags.String("sysctl-dir", def.SysctlDir, "Where the host's /proc/sys is, writable (a container mounts the host's /proc/sys/net below it): the agent sets arp_ignore there")
 	flags.Duration("fence-window", def.FenceWindow, "How long one election round lets the owner answer: a frozen or cut-off owner falls silent within it, and a new owner waits it out")
 }
 

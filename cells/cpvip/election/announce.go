@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -75,7 +76,7 @@ func removeRoutes(vips []netip.Addr) error {
 // device itself, never for the VIPs' local routes. Without it a node whose
 // agent was killed, or is frozen, would still answer with the kernel while
 // another node owns the VIP. It returns the devices it changed.
-func quietKernel(entries []*tables.L2AnnounceEntry) ([]string, error) {
+func quietKernel(sysctlDir string, entries []*tables.L2AnnounceEntry) ([]string, error) {
 	var changed []string
 	seen := map[string]bool{}
 	for _, e := range entries {
@@ -83,7 +84,7 @@ func quietKernel(entries []*tables.L2AnnounceEntry) ([]string, error) {
 			continue
 		}
 		seen[e.NetworkInterface] = true
-		path := "/proc/sys/net/ipv4/conf/" + e.NetworkInterface + "/arp_ignore"
+		path := filepath.Join(sysctlDir, "net/ipv4/conf", e.NetworkInterface, "arp_ignore")
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return changed, fmt.Errorf("reading %s: %w", path, err)
@@ -92,7 +93,7 @@ func quietKernel(entries []*tables.L2AnnounceEntry) ([]string, error) {
 			continue
 		}
 		if err := os.WriteFile(path, []byte("1"), 0o644); err != nil {
-			return changed, fmt.Errorf("setting %s to 1: %w", path, err)
+			return changed, fmt.Errorf("setting %s to 1 (is sysctl-dir the host's /proc/sys, writable?): %w", path, err)
 		}
 		changed = append(changed, e.NetworkInterface)
 	}

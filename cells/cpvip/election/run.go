@@ -48,9 +48,12 @@ type runner struct {
 	vips   []string // normalized, for the beats
 	peers  []string
 
-	ready      *tables.ControlPlaneReadiness
-	entries    []*tables.L2AnnounceEntry // where each VIP is answered; nil: misplaced
-	misplaced  error
+	ready     *tables.ControlPlaneReadiness
+	entries   []*tables.L2AnnounceEntry // where each VIP is answered; nil: misplaced
+	misplaced error
+	// unfenced says why the kernel could answer ARP for a VIP on its own
+	// (arp_ignore could not be set): the node is then no candidate.
+	unfenced   error
 	announced  bool
 	withdrawal string // why the entries are being withdrawn; "" when not
 	renewed    time.Time
@@ -144,7 +147,7 @@ func (r *runner) run(ctx context.Context, health cell.Health) error {
 
 // eligible: the local API server is ready and every VIP has its device.
 func (r *runner) eligible() bool {
-	return r.ready != nil && r.ready.Eligible && r.misplaced == nil
+	return r.ready != nil && r.ready.Eligible && r.misplaced == nil && r.unfenced == nil
 }
 
 // placeVIPs finds the devices of the VIPs, and says so when that changes.
@@ -155,23 +158,31 @@ func (r *runner) placeVIPs(devs []*tables.Device) {
 	switch {
 	case err != nil && (was == nil || was.Error() != err.Error()):
 		r.Log.Error("This node cannot announce the VIPs and takes no part as a candidate", "error", err)
-		r.m.misplaced.Set(1)
+		r.m.configErrors.WithLabelValues("vip-subnet").Set(1)
 	case err == nil && was != nil:
 		r.Log.Info("Every VIP is on a subnet of a selected device again")
-		r.m.misplaced.Set(0)
+		r.m.configErrors.WithLabelValues("vip-subnet").Set(0)
 	}
 	if err != nil {
 		r.entries = nil
 		return
 	}
-	if !r.announced {
-		if changed, err := quietKernel(entries); err != nil {
-			r.Log.Error("Cannot keep the kernel from answering ARP for the VIPs", "error", err)
-		} else if len(changed) > 0 {
-			r.Log.Info("Set arp_ignore to 1, so that only the responder answers ARP for the VIPs", "devices", changed)
-		}
-	}
 	r.entries = entries
+	if r.announced {
+		return
+	}
+	changed, err := quietKernel(r.Config.SysctlDir, entries)
+	switch {
+	case err != nil && r.unfenced == nil:
+		r.Log.Error("Cannot keep the kernel from answering ARP for the VIPs: this node takes no part as a candidate", "error", err)
+		r.m.configErrors.WithLabelValues("arp-ignore").Set(1)
+	case err == nil && r.unfenced != nil:
+		r.Log.Info("arp_ignore is set: this node is a candidate again")
+		r.m.configErrors.WithLabelValues("arp-ignore").Set(0)
+	case err == nil && len(changed) > 0:
+		r.Log.Info("Set arp_ignore to 1, so that only the responder answers ARP for the VIPs", "devices", changed)
+	}
+	r.unfenced = err
 }
 
 // beat is this node's turn: a beat to every peer.
