@@ -21,6 +21,9 @@ import (
 // fit in the default fence window: a few lost packets cost nothing.
 const beatInterval = 50 * time.Millisecond
 
+// kernelCheckTicks: arp_ignore is checked every 5 s.
+const kernelCheckTicks = 100
+
 type params struct {
 	cell.In
 
@@ -115,12 +118,9 @@ func (r *runner) run(ctx context.Context, health cell.Health) error {
 
 	tick := time.NewTicker(beatInterval)
 	defer tick.Stop()
+	readyWatch, devWatch := r.watchReadiness(), r.watchDevices()
+	ticks := 0
 	for {
-		txn := r.DB.ReadTxn()
-		ready, _, readyWatch, _ := r.Readiness.GetWatch(txn, tables.ControlPlaneReadinessNodeIndex.Query(r.cfg.Self))
-		devs, devWatch := r.Devices.AllWatch(txn)
-		r.ready = ready
-		r.placeVIPs(statedb.Collect(devs))
 		var entriesWatch <-chan struct{}
 		if r.withdrawal != "" {
 			var done bool
@@ -129,7 +129,6 @@ func (r *runner) run(ctx context.Context, health cell.Health) error {
 			}
 		}
 		r.act(time.Now())
-		r.publish(time.Now())
 		select {
 		case <-ctx.Done():
 			r.shutdown()
@@ -138,11 +137,31 @@ func (r *runner) run(ctx context.Context, health cell.Health) error {
 			r.receive(b, time.Now())
 		case <-tick.C:
 			r.beat(time.Now())
+			r.publish(time.Now())
+			if ticks++; ticks%kernelCheckTicks == 0 {
+				r.checkKernel()
+			}
 		case <-readyWatch:
+			readyWatch = r.watchReadiness()
 		case <-devWatch:
+			devWatch = r.watchDevices()
 		case <-entriesWatch:
 		}
 	}
+}
+
+// watchReadiness reads this node's readiness row.
+func (r *runner) watchReadiness() <-chan struct{} {
+	ready, _, watch, _ := r.Readiness.GetWatch(r.DB.ReadTxn(), tables.ControlPlaneReadinessNodeIndex.Query(r.cfg.Self))
+	r.ready = ready
+	return watch
+}
+
+// watchDevices places the VIPs on the devices.
+func (r *runner) watchDevices() <-chan struct{} {
+	devs, watch := r.Devices.AllWatch(r.DB.ReadTxn())
+	r.placeVIPs(statedb.Collect(devs))
+	return watch
 }
 
 // eligible: the local API server is ready and every VIP has its device.
@@ -168,10 +187,17 @@ func (r *runner) placeVIPs(devs []*tables.Device) {
 		return
 	}
 	r.entries = entries
-	if r.announced {
+	r.checkKernel()
+}
+
+// checkKernel makes sure the kernel does not answer ARP for the VIPs
+// itself: when the devices change, and every few seconds (someone may
+// reset arp_ignore).
+func (r *runner) checkKernel() {
+	if r.entries == nil {
 		return
 	}
-	changed, err := quietKernel(r.Config.SysctlDir, entries)
+	changed, err := quietKernel(r.Config.SysctlDir, r.entries)
 	switch {
 	case err != nil && r.unfenced == nil:
 		r.Log.Error("Cannot keep the kernel from answering ARP for the VIPs: this node takes no part as a candidate", "error", err)
