@@ -40,6 +40,9 @@ type Options struct {
 	CNIConflist []byte
 	// Log receives progress lines (nil: none).
 	Log func(format string, args ...any)
+	// HA, when set, makes the first three nodes the control plane, behind
+	// a VIP (see HA).
+	HA *HA
 }
 
 // Cluster is a running cluster.
@@ -56,6 +59,8 @@ type Cluster struct {
 	RouterHost *netlab.Host
 	Kubectl    string
 	Helm       string
+	// ColdStart is what the start of an HA cluster measured (nil: not HA).
+	ColdStart *ColdStart
 
 	p     paths
 	bin   binaries
@@ -70,6 +75,9 @@ type state struct {
 	KCMPort   int               `json:"kcmPort"`
 	SchedPort int               `json:"schedPort"`
 	Sysctls   map[string]string `json:"sysctls"` // host values before the kubelets changed them
+	HA        bool              `json:"ha,omitempty"`
+	// ColdStart is what an HA cluster's start measured.
+	ColdStart *ColdStart `json:"coldStart,omitempty"`
 }
 
 // kubeletSysctls are the host-wide kernel settings every kubelet sets at
@@ -110,6 +118,10 @@ func Up(ctx context.Context, dir string, o Options) (*Cluster, error) {
 	}
 	c := &Cluster{Dir: dir, p: paths{dir: dir}, bin: bin}
 	c.state.Nodes = NodeNames(o.Nodes)
+	c.state.HA = o.HA != nil
+	if c.state.HA && o.Nodes < 3 {
+		return nil, fmt.Errorf("realcluster: an HA control plane needs 3 nodes, not %d", o.Nodes)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -164,6 +176,13 @@ func Up(ctx context.Context, dir string, o Options) (*Cluster, error) {
 		return fail(err)
 	}
 
+	if c.state.HA {
+		if err := c.upHA(ctx, o); err != nil {
+			return fail(err)
+		}
+		o.Log("up in %s", time.Since(start).Round(100*time.Millisecond))
+		return c, nil
+	}
 	o.Log("control plane")
 	if err := c.ensurePKI(); err != nil {
 		return fail(err)
@@ -248,6 +267,10 @@ func newLAN() (*netlab.LAN, error) {
 // load fills in what follows from the state and the layout.
 func (c *Cluster) load(lan *netlab.LAN) error {
 	c.cp = controlPlane{p: c.p, bin: c.bin, apiAddr: lan.RootIP(), etcdPort: c.state.EtcdPort, kcmPort: c.state.KCMPort, schedPort: c.state.SchedPort}
+	if c.state.HA {
+		c.cp.apiAddr = ControlPlaneVIP
+	}
+	c.ColdStart = c.state.ColdStart
 	c.Server = c.cp.server()
 	c.Kubeconfig = c.p.adminKubeconfig()
 	c.Kubectl, c.Helm = c.bin.kubectl, c.bin.helm

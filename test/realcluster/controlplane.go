@@ -48,11 +48,18 @@ func (c controlPlane) etcd() daemon {
 }
 
 func (c controlPlane) apiserver() daemon {
+	return daemon{name: "kube-apiserver", dir: c.p.controlPlane(),
+		argv: c.apiserverArgv(c.apiAddr.String(), c.apiAddr, fmt.Sprintf("http://127.0.0.1:%d", c.etcdPort))}
+}
+
+// apiserverArgv is kube-apiserver's command line: bound to bind, known to
+// the cluster (the kubernetes Service's endpoints) as advertise.
+func (c controlPlane) apiserverArgv(bind string, advertise netip.Addr, etcd string) []string {
 	k := c.p.pki()
-	return daemon{name: "kube-apiserver", dir: c.p.controlPlane(), argv: []string{
+	return []string{
 		c.bin.apiserver,
-		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", c.etcdPort),
-		"--bind-address=" + c.apiAddr.String(), "--advertise-address=" + c.apiAddr.String(),
+		"--etcd-servers=" + etcd,
+		"--bind-address=" + bind, "--advertise-address=" + advertise.String(),
 		"--secure-port=" + strconv.Itoa(APIServerPort),
 		"--tls-cert-file=" + k.Cert("apiserver"), "--tls-private-key-file=" + k.Key("apiserver"),
 		"--client-ca-file=" + k.CA(),
@@ -71,7 +78,7 @@ func (c controlPlane) apiserver() daemon {
 		"--allow-privileged=true",
 		"--service-cluster-ip-range=" + ServiceCIDR.String() + "," + ServiceCIDR6.String(),
 		"--profiling=false",
-	}}
+	}
 }
 
 func (c controlPlane) controllerManager() daemon {

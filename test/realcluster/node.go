@@ -52,7 +52,7 @@ var nodePaths = []string{
 	"/var/lib/kubelet", "/var/lib/containerd", "/run/containerd", "/etc/containerd",
 	"/etc/cni/net.d", "/opt/cni/bin", "/var/lib/cni", "/run/netns",
 	"/var/log/pods", "/var/log/containers", "/etc/kubernetes",
-	"/run/herald", "/var/lib/herald",
+	"/run/herald", "/var/lib/herald", "/etc/herald",
 }
 
 func (n *Node) root(p string) string { return filepath.Join(n.Dir, "root", p) }

@@ -191,6 +191,12 @@ func (c *Cluster) ensurePKI() error {
 	}
 	names := []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost"}
 	ips := []net.IP{net.IP(c.cp.apiAddr.AsSlice()), net.IP(ServiceCIDR.Addr().Next().AsSlice()), net.IPv4(127, 0, 0, 1)}
+	// An HA cluster's API servers answer on the VIPs and, to the kubernetes
+	// Service, on their nodes' addresses.
+	ips = append(ips, net.IP(ControlPlaneVIP.AsSlice()), net.IP(ControlPlaneVIP6.AsSlice()), net.IPv6loopback)
+	for _, n := range c.Nodes {
+		ips = append(ips, net.IP(n.IP.AsSlice()), net.IP(n.IP6.AsSlice()))
+	}
 	k := c.p.pki()
 	if err := k.ensure(names, ips, clients); err != nil {
 		return err

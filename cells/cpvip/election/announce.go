@@ -27,9 +27,9 @@ import (
 // restarted agent finds and removes what an earlier run left.
 const routeProtocol = 72
 
-func vipRoute(vip netip.Addr, lo int) *netlink.Route {
+func vipRoute(vip netip.Addr, ifindex int) *netlink.Route {
 	return &netlink.Route{
-		LinkIndex: lo,
+		LinkIndex: ifindex,
 		Dst:       &net.IPNet{IP: vip.AsSlice(), Mask: net.CIDRMask(vip.BitLen(), vip.BitLen())},
 		Type:      unix.RTN_LOCAL,
 		Table:     unix.RT_TABLE_LOCAL,
@@ -39,33 +39,36 @@ func vipRoute(vip netip.Addr, lo int) *netlink.Route {
 }
 
 // addRoutes makes the VIPs local: the host accepts their packets, as it
-// does its own addresses, without them being addresses of any device. So
-// the kernel itself never answers ARP for them (with arp_ignore 1 on the
-// device, see quietKernel) nor NDP: only the responder does, while the
-// election lets it.
-func addRoutes(vips []netip.Addr) error {
-	lo, err := netlink.LinkByName("lo")
-	if err != nil {
-		return fmt.Errorf("finding lo: %w", err)
-	}
-	for _, vip := range vips {
-		if err := netlink.RouteReplace(vipRoute(vip, lo.Attrs().Index)); err != nil {
-			return fmt.Errorf("adding the local route of %s: %w", vip, err)
+// does its own addresses, without them being addresses of any device
+// (the route names the device each VIP is answered on). So the kernel
+// itself never answers ARP for them (with arp_ignore 1 on the device, see
+// quietKernel) nor NDP: only the responder does, while the election lets
+// it. A failure takes back what was added.
+func addRoutes(entries []*tables.L2AnnounceEntry) error {
+	for _, e := range entries {
+		if err := netlink.RouteReplace(vipRoute(e.IP, e.Ifindex)); err != nil {
+			err = fmt.Errorf("adding the local route of %s on %s: %w", e.IP, e.NetworkInterface, err)
+			return errors.Join(err, removeRoutes())
 		}
 	}
 	return nil
 }
 
-// removeRoutes undoes addRoutes; routes already gone are fine.
-func removeRoutes(vips []netip.Addr) error {
-	lo, err := netlink.LinkByName("lo")
-	if err != nil {
-		return fmt.Errorf("finding lo: %w", err)
-	}
+// removeRoutes removes every VIP route (protocol routeProtocol in the
+// local table), this run's or an earlier one's.
+func removeRoutes() error {
 	var errs []error
-	for _, vip := range vips {
-		if err := netlink.RouteDel(vipRoute(vip, lo.Attrs().Index)); err != nil && !errors.Is(err, unix.ESRCH) {
-			errs = append(errs, fmt.Errorf("removing the local route of %s: %w", vip, err))
+	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		routes, err := netlink.RouteListFiltered(family, &netlink.Route{Table: unix.RT_TABLE_LOCAL, Protocol: routeProtocol},
+			netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing the VIP routes: %w", err))
+			continue
+		}
+		for _, r := range routes {
+			if err := netlink.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
+				errs = append(errs, fmt.Errorf("removing the local route of %s: %w", r.Dst, err))
+			}
 		}
 	}
 	return errors.Join(errs...)

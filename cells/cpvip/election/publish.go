@@ -58,6 +58,8 @@ func (r *runner) why(now time.Time) string {
 		return "not a candidate: " + r.misplaced.Error()
 	case r.unfenced != nil:
 		return "not a candidate: " + r.unfenced.Error()
+	case r.routeErr != nil:
+		return "not a candidate: " + r.routeErr.Error()
 	case pref == r.cfg.Self && r.st.Grants() < r.st.Quorum():
 		return fmt.Sprintf("candidate: waiting for a quorum of %d to grant this node", r.st.Quorum())
 	case pref == r.cfg.Self:

@@ -56,7 +56,10 @@ type runner struct {
 	misplaced error
 	// unfenced says why the kernel could answer ARP for a VIP on its own
 	// (arp_ignore could not be set): the node is then no candidate.
-	unfenced   error
+	unfenced error
+	// routeErr: the VIPs' local routes could not be added (tried again
+	// with the arp_ignore check).
+	routeErr   error
 	announced  bool
 	withdrawal string // why the entries are being withdrawn; "" when not
 	renewed    time.Time
@@ -101,7 +104,7 @@ func (r *runner) run(ctx context.Context, health cell.Health) error {
 		return nil
 	}
 	// What a previous run left: this one owns nothing yet.
-	if err := removeRoutes(r.cfg.VIPs); err != nil {
+	if err := removeRoutes(); err != nil {
 		r.Log.Warn("Cannot remove the VIP routes of an earlier run", "error", err)
 	}
 	tr, err := startTransport(r.Log, r.cfg.Self, r.cfg.Addr, r.Config.PeerPort, r.secret)
@@ -166,7 +169,7 @@ func (r *runner) watchDevices() <-chan struct{} {
 
 // eligible: the local API server is ready and every VIP has its device.
 func (r *runner) eligible() bool {
-	return r.ready != nil && r.ready.Eligible && r.misplaced == nil && r.unfenced == nil
+	return r.ready != nil && r.ready.Eligible && r.misplaced == nil && r.unfenced == nil && r.routeErr == nil
 }
 
 // placeVIPs finds the devices of the VIPs, and says so when that changes.
@@ -196,6 +199,11 @@ func (r *runner) placeVIPs(devs []*tables.Device) {
 func (r *runner) checkKernel() {
 	if r.entries == nil {
 		return
+	}
+	if r.routeErr != nil {
+		// Try the routes again: eligible, this node may win and add them.
+		r.routeErr = nil
+		r.m.configErrors.WithLabelValues("local-route").Set(0)
 	}
 	changed, err := quietKernel(r.Config.SysctlDir, r.entries)
 	switch {
@@ -277,8 +285,15 @@ func (r *runner) act(now time.Time) {
 			r.renewed = d
 		}
 	case owning && r.st.Preferred(now) == r.cfg.Self && r.entries != nil:
-		if err := addRoutes(r.cfg.VIPs); err != nil {
-			r.Log.Error("Cannot make the VIPs local addresses; not answering for them", "error", err)
+		if err := addRoutes(r.entries); err != nil {
+			// Not a candidate until it works (checked again with
+			// arp_ignore): nothing was announced, so the others may take
+			// over at once.
+			r.Log.Error("Cannot make the VIPs local addresses: this node takes no part as a candidate", "error", err)
+			r.routeErr = err
+			r.m.configErrors.WithLabelValues("local-route").Set(1)
+			r.st.SetEligible(false)
+			r.st.Release()
 			return
 		}
 		r.renewed = r.st.Deadline()
@@ -300,7 +315,7 @@ func (r *runner) startWithdrawal(why string) {
 // maps: then this node answers for nothing, and may say so.
 func (r *runner) finishWithdrawal() {
 	clearEntries(r.DB, r.Announce, r.Health, r.cfg.Self)
-	if err := removeRoutes(r.cfg.VIPs); err != nil {
+	if err := removeRoutes(); err != nil {
 		r.Log.Warn("Cannot remove the VIP routes", "error", err)
 	}
 	r.st.Release()

@@ -1,0 +1,127 @@
+// Package havip proves the control-plane VIP (herald-agent
+// control-plane-vip) on the real cluster of test/realcluster in its HA
+// form: three control-plane nodes, each with an etcd member, a
+// kube-apiserver and Herald's control-plane VIP as the static Pod of
+// install/control-plane, unchanged, from Herald's image; the kubelets,
+// kube-proxy, the controller-manager, the scheduler and the tests reach
+// the API servers only through the VIP.
+//
+// Needs root; takes the real cluster's lock (one real cluster per
+// machine). Tests check outcomes, never durations: the figures they print
+// are recorded in Documentation/benchmarks.md (HERALD_CPVIP_TRIALS=20 for
+// the full count).
+package havip
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldlb/herald/test/netlab"
+	"github.com/heraldlb/herald/test/realcluster"
+	"github.com/heraldlb/herald/test/realcluster/images"
+)
+
+var (
+	cl   *realcluster.Cluster
+	work string
+)
+
+func TestMain(m *testing.M) {
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "havip: needs root (network and mount namespaces, cgroups, containerd)")
+		os.Exit(1)
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	unlock, err := netlab.Lock("realcluster")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "havip:", err)
+		return 1
+	}
+	defer unlock()
+	if work, err = os.MkdirTemp("", "herald-havip-"); err != nil {
+		fmt.Fprintln(os.Stderr, "havip:", err)
+		return 1
+	}
+	dir := filepath.Join(work, "cluster")
+	defer func() {
+		if os.Getenv("HERALD_REALCLUSTER_KEEP") == "1" {
+			fmt.Fprintf(os.Stderr, "havip: left up in %s: export KUBECONFIG=%s\n", dir, filepath.Join(dir, "kubeconfig", "admin"))
+			return
+		}
+		if err := realcluster.Down(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "havip: tearing down:", err)
+		}
+		_ = os.RemoveAll(work)
+	}()
+	if err := setup(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "havip:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "havip: "+format+"\n", args...)
+}
+
+func setup(dir string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	root := realcluster.RepoRoot()
+	herald, err := images.BuildHerald(ctx, root, filepath.Join(work, "images"))
+	if err != nil {
+		return err
+	}
+	pause, err := images.BuildPause(ctx, root, filepath.Join(work, "images"))
+	if err != nil {
+		return err
+	}
+	files, err := controlPlaneFiles(root)
+	if err != nil {
+		return err
+	}
+	cl, err = realcluster.Up(ctx, dir, realcluster.Options{
+		Images: []string{herald.Path, pause.Path}, SandboxImage: images.PauseRef, Log: logf,
+		HA: &realcluster.HA{NodeFiles: files},
+	})
+	return err
+}
+
+// controlPlaneFiles installs the control-plane VIP on a node as
+// Documentation/control-plane-vip.md says: the static Pod of
+// install/control-plane as it is, the settings as files, the secret.
+func controlPlaneFiles(root string) (func(*realcluster.Cluster, *realcluster.Node) map[string][]byte, error) {
+	pod, err := os.ReadFile(filepath.Join(root, "install", "control-plane", "herald-control-plane-vip.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	raw := make([]byte, 16)
+	_, _ = rand.Read(raw)
+	secret := hex.EncodeToString(raw) + "\n"
+	return func(c *realcluster.Cluster, n *realcluster.Node) map[string][]byte {
+		var peers []string
+		for _, m := range c.ControlPlaneNodes() {
+			peers = append(peers, m.Name+"="+m.IP.String())
+		}
+		const dir = "/etc/herald/control-plane-vip/"
+		return map[string][]byte{
+			"/etc/kubernetes/manifests/herald-control-plane-vip.yaml": pod,
+			dir + "peer-secret":                                       []byte(secret),
+			dir + "config/vips":                                       []byte(realcluster.ControlPlaneVIP.String() + "," + realcluster.ControlPlaneVIP6.String()),
+			dir + "config/peers":                                      []byte(strings.Join(peers, ",")),
+			dir + "config/peer-secret-file":                           []byte(dir + "peer-secret"),
+			dir + "config/node-name":                                  []byte(n.Name),
+			dir + "config/devices":                                    []byte("eth0"),
+		}
+	}, nil
+}
