@@ -82,6 +82,26 @@ func (r *APIRecord) Longest() FailureWindow {
 	return longest
 }
 
+// LongestWithoutAnswer is the longest time between the ends of two
+// successful requests in a row: how long a client went without a fresh
+// answer, failures and slow requests alike. client-go, as kubectl, retries
+// a GET whose connection was reset, so a fault can show as one slow
+// request and no failure at all.
+func (r *APIRecord) LongestWithoutAnswer() time.Duration {
+	var longest time.Duration
+	var last time.Time
+	for _, q := range r.Requests {
+		if q.Err != nil {
+			continue
+		}
+		if !last.IsZero() {
+			longest = max(longest, q.End.Sub(last))
+		}
+		last = q.End
+	}
+	return longest
+}
+
 // Failed counts the failed requests.
 func (r *APIRecord) Failed() int {
 	n := 0

@@ -97,3 +97,15 @@ func httpClientIn(netns string, ca *x509.CertPool, timeout time.Duration) *http.
 		},
 	}
 }
+
+// enableLoopback6 turns IPv6 on for lo in the namespace, which netlab
+// leaves IPv4-only but for eth0: a control-plane node has ::1, and the
+// kernel refuses local IPv6 routes (the agent's, for the IPv6 VIP) on a
+// device without IPv6. Nothing of lo reaches the LAN.
+func enableLoopback6(netns string) error {
+	out, err := exec.Command("ip", "netns", "exec", netns, "sysctl", "-q", "-w", "net.ipv6.conf.lo.disable_ipv6=0").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("enabling IPv6 on lo in %s: %w: %s", netns, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

@@ -92,6 +92,9 @@ func TestAPIWindows(t *testing.T) {
 	if l := r.Longest(); !l.From.Equal(ms(50)) {
 		t.Fatalf("longest %v", l)
 	}
+	if got := r.LongestWithoutAnswer(); got != 1105*time.Millisecond {
+		t.Fatalf("LongestWithoutAnswer = %v, want 1.105s", got)
+	}
 	if r.Failed() != 3 {
 		t.Fatalf("Failed = %d", r.Failed())
 	}

@@ -176,6 +176,9 @@ func (cp *ControlPlane) buildLAN() error {
 		if err := agentproc.MountBPFFS(n.BPFRoot); err != nil {
 			return err
 		}
+		if err := enableLoopback6(h.Netns); err != nil {
+			return err
+		}
 		cp.Nodes = append(cp.Nodes, n)
 	}
 	return nil
