@@ -130,12 +130,18 @@ func (cp *ControlPlane) APILoop(ctx context.Context, kubeconfig string) (*APILoo
 
 // APILoopWith starts a loop with its own interval and request timeout.
 func (cp *ControlPlane) APILoopWith(ctx context.Context, kubeconfig string, every, timeout time.Duration) (*APILoop, error) {
+	return StartAPILoop(ctx, cp.Client.Netns, kubeconfig, every, timeout)
+}
+
+// StartAPILoop starts a loop from the network namespace netns (a client
+// host of any harness, the real cluster's too).
+func StartAPILoop(ctx context.Context, netns, kubeconfig string, every, timeout time.Duration) (*APILoop, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", kubeconfig, err)
 	}
 	cfg.Timeout = timeout
-	cfg.Dial = DialerIn(cp.Client.Netns, APIDialTimeout)
+	cfg.Dial = DialerIn(netns, APIDialTimeout)
 	cfg.QPS, cfg.Burst = 1000, 1000
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heraldlb/herald/test/arpwatch"
+	"github.com/heraldlb/herald/test/netlab"
 )
 
 // WatchEvery is the probe interval the failover proofs use.
@@ -42,19 +43,25 @@ type VIPWatch struct {
 // Solicitations to its solicited-node group) every interval, from the
 // client's eth0, capturing every answer there (test/arpwatch).
 func (cp *ControlPlane) WatchVIP(ctx context.Context, vip netip.Addr, every time.Duration) (*VIPWatch, error) {
+	return WatchVIPFrom(ctx, cp.Client, vip, every)
+}
+
+// WatchVIPFrom watches vip from client, a host of any harness's LAN (the
+// real cluster's too).
+func WatchVIPFrom(ctx context.Context, client *netlab.Host, vip netip.Addr, every time.Duration) (*VIPWatch, error) {
 	w := &VIPWatch{vip: vip, every: every, done: make(chan struct{})}
 	if vip.Is4() {
-		c, err := arpwatch.OpenARPClient(cp.Client.Netns, cp.Client.IP)
+		c, err := arpwatch.OpenARPClient(client.Netns, client.IP)
 		if err != nil {
 			return nil, fmt.Errorf("ARP client: %w", err)
 		}
 		w.watchARP(c)
 	} else {
-		c, err := arpwatch.OpenNDPClient(cp.Client.Netns, cp.Client.IP6)
+		c, err := arpwatch.OpenNDPClient(client.Netns, client.IP6)
 		if err != nil {
 			return nil, fmt.Errorf("NDP client: %w", err)
 		}
-		w.watchNDP(c, cp.Client.IP6)
+		w.watchNDP(c, client.IP6)
 	}
 	w.start = w.mark()
 	ctx, w.cancel = context.WithCancel(ctx)
