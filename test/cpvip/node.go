@@ -59,32 +59,41 @@ func (n *CPNode) Heal() error { return n.cp.LAN.Heal(n.Name) }
 // agent's /readyz probe fails as if the API server were down, while
 // traffic to the API server at the node's LAN address (the VIP's) still
 // works. Off removes the rule (and any other netlab.Refuse of this host).
-func (n *CPNode) BlockReadyz(on bool) error {
+func (n *CPNode) BlockReadyz(on bool) error { return BlockReadyz(n.Host.Netns, on) }
+
+// BlockReadyz is CPNode.BlockReadyz for any network namespace (a real
+// cluster's node).
+func BlockReadyz(netns string, on bool) error {
 	if on {
-		return n.cp.LAN.Refuse(n.Name, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), APIServerPort))
+		return netlab.RefuseIn(netns, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), APIServerPort))
 	}
-	return n.cp.LAN.Allow(n.Name)
+	return netlab.AllowIn(netns)
 }
 
 // FlapReadyz blocks and unblocks /readyz on loopback (BlockReadyz), each
 // state lasting every, until ctx ends; it leaves /readyz unblocked and
 // returns how many times it blocked it.
 func (n *CPNode) FlapReadyz(ctx context.Context, every time.Duration) (int, error) {
+	return FlapReadyz(ctx, n.Host.Netns, every)
+}
+
+// FlapReadyz is CPNode.FlapReadyz for any network namespace.
+func FlapReadyz(ctx context.Context, netns string, every time.Duration) (int, error) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	blocked, blocks := false, 0
 	for {
 		select {
 		case <-ctx.Done():
-			return blocks, n.BlockReadyz(false)
+			return blocks, BlockReadyz(netns, false)
 		case <-tick.C:
 		}
 		blocked = !blocked
 		if blocked {
 			blocks++
 		}
-		if err := n.BlockReadyz(blocked); err != nil {
-			_ = n.BlockReadyz(false)
+		if err := BlockReadyz(netns, blocked); err != nil {
+			_ = BlockReadyz(netns, false)
 			return blocks, err
 		}
 	}

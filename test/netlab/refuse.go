@@ -19,6 +19,11 @@ func (l *LAN) Refuse(name string, addr netip.AddrPort) error {
 	if h == nil {
 		return fmt.Errorf("netlab: no host %s", name)
 	}
+	return RefuseIn(h.Netns, addr)
+}
+
+// RefuseIn is Refuse for any network namespace.
+func RefuseIn(netns string, addr netip.AddrPort) error {
 	family := "ip"
 	if addr.Addr().Is6() {
 		family = "ip6"
@@ -27,7 +32,7 @@ func (l *LAN) Refuse(name string, addr netip.AddrPort) error {
 add chain inet %[1]s out { type filter hook output priority 0; }
 add rule inet %[1]s out %[2]s daddr %[3]s tcp dport %[4]d reject with tcp reset
 `, refuseTable, family, addr.Addr(), addr.Port())
-	return nft(h.Netns, script)
+	return nft(netns, script)
 }
 
 // Allow removes what Refuse added for host name (nothing if it added
@@ -37,8 +42,13 @@ func (l *LAN) Allow(name string) error {
 	if h == nil {
 		return fmt.Errorf("netlab: no host %s", name)
 	}
+	return AllowIn(h.Netns)
+}
+
+// AllowIn is Allow for any network namespace.
+func AllowIn(netns string) error {
 	// Adding first makes the delete succeed when no table is there.
-	return nft(h.Netns, fmt.Sprintf("add table inet %[1]s\ndelete table inet %[1]s\n", refuseTable))
+	return nft(netns, fmt.Sprintf("add table inet %[1]s\ndelete table inet %[1]s\n", refuseTable))
 }
 
 func nft(netns, script string) error {

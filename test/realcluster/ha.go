@@ -287,3 +287,19 @@ func ipCmd(args ...string) error {
 	}
 	return nil
 }
+
+// APIServerReady reports whether a control-plane node's kube-apiserver
+// answers /readyz on the node's address.
+func (c *Cluster) APIServerReady(ctx context.Context, n *Node) bool {
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort(n.IP.String(), strconv.Itoa(APIServerPort))+"/readyz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}

@@ -7,7 +7,8 @@
 // the API servers only through the VIP.
 //
 // Needs root; takes the real cluster's lock (one real cluster per
-// machine). Tests check outcomes, never durations: the figures they print
+// machine). HERALD_REALCLUSTER_KEEP=1 and HERALD_REALCLUSTER_REUSE=1 (with
+// HERALD_REALCLUSTER_DIR) as for test/realcluster/e2e. Tests check outcomes, never durations: the figures they print
 // are recorded in Documentation/benchmarks.md (HERALD_CPVIP_TRIALS=20 for
 // the full count).
 package havip
@@ -52,7 +53,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "havip:", err)
 		return 1
 	}
-	dir := filepath.Join(work, "cluster")
+	dir := os.Getenv("HERALD_REALCLUSTER_DIR")
+	if dir == "" {
+		dir = filepath.Join(work, "cluster")
+	}
 	defer func() {
 		if os.Getenv("HERALD_REALCLUSTER_KEEP") == "1" {
 			fmt.Fprintf(os.Stderr, "havip: left up in %s: export KUBECONFIG=%s\n", dir, filepath.Join(dir, "kubeconfig", "admin"))
@@ -77,6 +81,15 @@ func logf(format string, args ...any) {
 func setup(dir string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	if os.Getenv("HERALD_REALCLUSTER_REUSE") == "1" {
+		// An HA cluster left up by an earlier run (HERALD_REALCLUSTER_KEEP).
+		var err error
+		if cl, err = realcluster.Open(dir); err == nil && cl.ColdStart != nil {
+			logf("reusing the cluster in %s", dir)
+			return nil
+		}
+		logf("no HA cluster to reuse in %s (%v): bringing one up", dir, err)
+	}
 	root := realcluster.RepoRoot()
 	herald, err := images.BuildHerald(ctx, root, filepath.Join(work, "images"))
 	if err != nil {
@@ -116,12 +129,12 @@ func controlPlaneFiles(root string) (func(*realcluster.Cluster, *realcluster.Nod
 		const dir = "/etc/herald/control-plane-vip/"
 		return map[string][]byte{
 			"/etc/kubernetes/manifests/herald-control-plane-vip.yaml": pod,
-			dir + "peer-secret":                                       []byte(secret),
-			dir + "config/vips":                                       []byte(realcluster.ControlPlaneVIP.String() + "," + realcluster.ControlPlaneVIP6.String()),
-			dir + "config/peers":                                      []byte(strings.Join(peers, ",")),
-			dir + "config/peer-secret-file":                           []byte(dir + "peer-secret"),
-			dir + "config/node-name":                                  []byte(n.Name),
-			dir + "config/devices":                                    []byte("eth0"),
+			dir + "peer-secret":             []byte(secret),
+			dir + "config/vips":             []byte(realcluster.ControlPlaneVIP.String() + "," + realcluster.ControlPlaneVIP6.String()),
+			dir + "config/peers":            []byte(strings.Join(peers, ",")),
+			dir + "config/peer-secret-file": []byte(dir + "peer-secret"),
+			dir + "config/node-name":        []byte(n.Name),
+			dir + "config/devices":          []byte("eth0"),
 		}
 	}, nil
 }
