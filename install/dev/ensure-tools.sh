@@ -10,7 +10,10 @@
 #     frr service is kept from starting and disabled
 #     containerd and runc, the container runtime of the real cluster
 #     (test/realcluster), which runs one containerd per node itself: the
-#     package's containerd service is kept from starting and disabled
+#     package's containerd service is kept from starting and disabled;
+#     keepalived, the VRRP baseline the control-plane VIP is compared with
+#     (test/cpvip), which runs one keepalived per node namespace itself: the
+#     package's keepalived service is kept from starting and disabled
 #   - kube-apiserver, the current version (v1.34.2, built from install/dev/tools)
 #     and the oldest supported one (v1.31.14, from install/dev/tools-v1.31),
 #     into ${HERALD_CACHE:-$HOME/.cache/herald}/kube-apiserver-<version>; of the
@@ -34,7 +37,7 @@ die() { echo "ensure-tools: ERROR: $*" >&2; exit 1; }
 # ---------------------------------------------------------------------------
 # Debian packages
 # ---------------------------------------------------------------------------
-packages=(etcd-server iproute2 openssl curl jq clang llvm libbpf-dev iputils-arping iputils-ping ndisc6 tcpdump bpftool iptables nftables conntrack qemu-system-x86 cpio frr containerd runc)
+packages=(etcd-server iproute2 openssl curl jq clang llvm libbpf-dev iputils-arping iputils-ping ndisc6 tcpdump bpftool iptables nftables conntrack qemu-system-x86 cpio frr containerd runc keepalived)
 missing=()
 for p in "${packages[@]}"; do
 	status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
@@ -104,6 +107,14 @@ else
 			"${sudo[@]}" update-rc.d containerd disable >/dev/null 2>&1 || true
 		fi
 	fi
+	if [[ " ${missing[*]} " == *" keepalived "* ]]; then
+		log "disabling the keepalived package's own keepalived service"
+		if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null; then
+			"${sudo[@]}" systemctl disable --now keepalived.service >/dev/null 2>&1 || true
+		elif command -v update-rc.d >/dev/null; then
+			"${sudo[@]}" update-rc.d keepalived disable >/dev/null 2>&1 || true
+		fi
+	fi
 	if [[ " ${missing[*]} " == *" frr "* ]]; then
 		log "disabling the frr package's own frr service"
 		if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null; then
@@ -117,6 +128,7 @@ fi
 [[ -x /usr/bin/etcd ]] || die "/usr/bin/etcd missing after installing etcd-server"
 [[ -x /usr/lib/frr/bgpd && -x /usr/lib/frr/zebra && -x /usr/bin/vtysh ]] || die "FRR (/usr/lib/frr/bgpd, zebra, /usr/bin/vtysh) missing after installing frr"
 [[ -x /usr/bin/containerd && -x /usr/bin/ctr && -x /usr/sbin/runc ]] || die "containerd, ctr or runc missing after installing containerd and runc"
+[[ -x /usr/sbin/keepalived ]] || die "/usr/sbin/keepalived missing after installing keepalived"
 
 # ---------------------------------------------------------------------------
 # kube-apiserver: the current version and the oldest supported one;
