@@ -61,12 +61,22 @@ type KeepalivedOptions struct {
 	AdvertInterval time.Duration
 	// Check is the health check every instance tracks with weight 0: while
 	// it fails, the node's instances are in FAULT state and hold no VIP.
+	// keepalived's own check (a script) runs at most once a second; a file
+	// written by a KeepalivedProber follows a faster one.
 	Check KeepalivedCheck
 }
 
-// KeepalivedCheck is a vrrp_script: keepalived runs Script every Interval;
-// Fall failures in a row (a non-zero exit, or no exit within Timeout) put
-// the node in FAULT, Rise successes in a row take it out.
+// KeepalivedCheck is the health check, one of two kinds.
+//
+// A script (Script set) is keepalived's own vrrp_script: keepalived runs
+// Script every Interval; Fall failures in a row (a non-zero exit, or no
+// exit within Timeout) put the node in FAULT, Rise successes in a row take
+// it out. keepalived counts its interval in whole seconds.
+//
+// A file (File set) is a track_file: keepalived watches the file (inotify)
+// and the node is in FAULT while it holds anything but 0. A
+// KeepalivedProber writes it, with its own interval, fall and rise: the
+// way to check more often than once a second.
 type KeepalivedCheck struct {
 	// Script is the command and its arguments; the command is an absolute
 	// path. keepalived splits its script line at blanks, so no word may
@@ -76,6 +86,9 @@ type KeepalivedCheck struct {
 	// KeepalivedMinScriptInterval.
 	Interval, Timeout time.Duration
 	Fall, Rise        int
+
+	// File is an absolute path; set it, and nothing else, for a file check.
+	File string
 }
 
 // keepalivedName is what a node name, which goes into the config
@@ -143,18 +156,30 @@ func checkFamily(family string, vip, src netip.Addr, peers []netip.Addr, is func
 }
 
 func (c KeepalivedCheck) validate() error {
+	if c.File != "" {
+		if !filepath.IsAbs(c.File) || strings.ContainsAny(c.File, " \t\n\"'\\") {
+			return fmt.Errorf("check file %q: want an absolute path without blanks, quotes or backslashes", c.File)
+		}
+		if len(c.Script) > 0 || c.Interval != 0 || c.Timeout != 0 || c.Fall != 0 || c.Rise != 0 {
+			return errors.New("check: a file check has no script, interval, timeout, fall or rise (its prober has)")
+		}
+		return nil
+	}
 	var errs []error
 	if len(c.Script) == 0 || !filepath.IsAbs(c.Script[0]) {
-		errs = append(errs, fmt.Errorf("check script %q: want an absolute command path", c.Script))
+		errs = append(errs, fmt.Errorf("check script %q: want an absolute command path (or a check file)", c.Script))
 	}
 	for _, w := range c.Script {
 		if w == "" || strings.ContainsAny(w, " \t\n\"'\\") {
 			errs = append(errs, fmt.Errorf("check script word %q: empty, or with blanks, quotes or backslashes", w))
 		}
 	}
-	for name, d := range map[string]time.Duration{"interval": c.Interval, "timeout": c.Timeout} {
-		if d < KeepalivedMinScriptInterval || d%time.Second != 0 {
-			errs = append(errs, fmt.Errorf("check %s %s: keepalived takes whole seconds, at least %s", name, d, KeepalivedMinScriptInterval))
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"interval", c.Interval}, {"timeout", c.Timeout}} {
+		if f.d < KeepalivedMinScriptInterval || f.d%time.Second != 0 {
+			errs = append(errs, fmt.Errorf("check %s %s: keepalived takes whole seconds, at least %s", f.name, f.d, KeepalivedMinScriptInterval))
 		}
 	}
 	if c.Fall < 1 || c.Rise < 1 {
@@ -183,10 +208,7 @@ func KeepalivedConfig(o KeepalivedOptions) (string, error) {
 	// change them.
 	b.WriteString("\tenable_script_security\n\tscript_user root\n}\n\n")
 
-	c := o.Check
-	fmt.Fprintf(&b, "vrrp_script check {\n\tscript \"%s\"\n", strings.Join(c.Script, " "))
-	fmt.Fprintf(&b, "\tinterval %d\n\ttimeout %d\n\tfall %d\n\trise %d\n}\n",
-		c.Interval/time.Second, c.Timeout/time.Second, c.Fall, c.Rise)
+	writeCheck(&b, o.Check)
 
 	if o.VIP.IsValid() {
 		writeInstance(&b, o, "vip4", o.VIP, 32, o.SourceIP, o.Peers)
@@ -195,6 +217,17 @@ func KeepalivedConfig(o KeepalivedOptions) (string, error) {
 		writeInstance(&b, o, "vip6", o.VIP6, 128, o.SourceIP6, o.Peers6)
 	}
 	return b.String(), nil
+}
+
+func writeCheck(b *strings.Builder, c KeepalivedCheck) {
+	if c.File != "" {
+		// No init_file: the prober, started first, writes the file.
+		fmt.Fprintf(b, "track_file check {\n\tfile \"%s\"\n}\n", c.File)
+		return
+	}
+	fmt.Fprintf(b, "vrrp_script check {\n\tscript \"%s\"\n", strings.Join(c.Script, " "))
+	fmt.Fprintf(b, "\tinterval %d\n\ttimeout %d\n\tfall %d\n\trise %d\n}\n",
+		c.Interval/time.Second, c.Timeout/time.Second, c.Fall, c.Rise)
 }
 
 func writeInstance(b *strings.Builder, o KeepalivedOptions, name string, vip netip.Addr, bits int, src netip.Addr, peers []netip.Addr) {
@@ -210,5 +243,9 @@ func writeInstance(b *strings.Builder, o KeepalivedOptions, name string, vip net
 		b.WriteString("\t}\n")
 	}
 	fmt.Fprintf(b, "\tvirtual_ipaddress {\n\t\t%s/%d\n\t}\n", vip, bits)
-	b.WriteString("\ttrack_script {\n\t\tcheck weight 0\n\t}\n}\n")
+	track := "track_script"
+	if o.Check.File != "" {
+		track = "track_file"
+	}
+	fmt.Fprintf(b, "\t%s {\n\t\tcheck weight 0\n\t}\n}\n", track)
 }

@@ -20,19 +20,22 @@ const (
 )
 
 var (
-	kaSubnet = netip.MustParsePrefix("198.18.41.0/24")
-	kaVIP    = netip.MustParseAddr("198.18.41.100")
-	kaNodes  = []string{"ka1", "ka2"}
+	kaSubnet  = netip.MustParsePrefix("198.18.41.0/24")
+	kaSubnet6 = netip.MustParsePrefix("fd00:18:0:41::/64")
+	kaVIP     = netip.MustParseAddr("198.18.41.100")
+	kaVIP6    = netip.MustParseAddr("fd00:18:0:41::100")
+	kaNodes   = []string{"ka1", "ka2"}
 )
 
 // kaWait bounds every wait of the test: it checks outcomes, not durations.
 const kaWait = 60 * time.Second
 
-// kaNode is one node of the test: its host, its keepalived, and the file
-// whose existence is its health.
+// kaNode is one node of the test: its host, its keepalived, the file
+// whose existence is its health, and with a file check, its prober.
 type kaNode struct {
 	host    *netlab.Host
 	ka      *Keepalived
+	prober  *KeepalivedProber
 	healthy string
 }
 
@@ -51,10 +54,12 @@ func (n *kaNode) setHealthy(t *testing.T, ok bool) {
 
 // TestKeepalivedInNetns runs keepalived (VRRPv3, unicast, nopreempt) on two
 // nodes of a LAN of its own and watches the VIP from a client on the wire:
-// exactly one MAC answers; when the owner's health check fails the other
-// node takes over; when the owner is killed with SIGKILL the other node
-// takes over. It logs how long each takeover took and any request two MACs
-// answered; it asserts only outcomes.
+// exactly one MAC answers each VIP (IPv4, IPv6); when the owner's health check fails the other
+// node takes over; when the owner's keepalived is killed with SIGKILL the
+// other node takes over. It does so with both kinds of check: keepalived's
+// own script, and a check file written by a prober. It logs how long each
+// takeover took and any request two MACs answered; it asserts only
+// outcomes.
 func TestKeepalivedInNetns(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root (network namespaces, AF_PACKET)")
@@ -67,18 +72,30 @@ func TestKeepalivedInNetns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unlock()
+	t.Run("script", func(t *testing.T) { kaScenario(t, false) })
+	t.Run("file", func(t *testing.T) { kaScenario(t, true) })
+}
 
+func kaScenario(t *testing.T, fileCheck bool) {
 	lan, clientHost := kaLAN(t)
-	nodes := kaStart(t, lan)
+	nodes := kaStart(t, lan, fileCheck)
 	client, err := arpwatch.OpenARPClient(clientHost.Netns, clientHost.IP)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
+	client6, err := arpwatch.OpenNDPClient(clientHost.Netns, clientHost.IP6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client6.Close()
 	defer func() {
 		if t.Failed() {
 			for _, n := range nodes {
 				t.Log(n.ka.Logs(60))
+				if n.prober != nil {
+					t.Log(n.prober.Logs(20))
+				}
 			}
 		}
 	}()
@@ -88,6 +105,11 @@ func TestKeepalivedInNetns(t *testing.T) {
 	if s := owner.ka.State("vip4"); s != "MASTER" {
 		t.Errorf("%s answers the VIP but its keepalived logged state %q", owner.host.Name, s)
 	}
+	// The IPv6 VIP has an election of its own: one node, either.
+	kaEventually(t, "one node answering the IPv6 VIP", func() bool {
+		macs := kaProbe6(t, client6)
+		return len(macs) == 1 && (macs[0] == owner.host.MAC.String() || macs[0] == other.host.MAC.String())
+	})
 
 	t.Run("check fails", func(t *testing.T) {
 		kaTakeover(t, client, owner, other, func() { owner.setHealthy(t, false) })
@@ -97,6 +119,9 @@ func TestKeepalivedInNetns(t *testing.T) {
 		if s := owner.ka.State("vip4"); s != "FAULT" {
 			t.Errorf("%s's check fails, its keepalived logged state %q", owner.host.Name, s)
 		}
+		kaEventually(t, other.host.Name+" alone answering the IPv6 VIP", func() bool {
+			return slices.Equal(kaProbe6(t, client6), []string{other.host.MAC.String()})
+		})
 	})
 	if t.Failed() {
 		return
@@ -122,6 +147,11 @@ func TestKeepalivedInNetns(t *testing.T) {
 		if err := n.ka.Stop(); err != nil {
 			t.Error(err)
 		}
+		if n.prober != nil {
+			if err := n.prober.Stop(); err != nil {
+				t.Error(err)
+			}
+		}
 	}
 }
 
@@ -131,6 +161,9 @@ func kaLAN(t *testing.T) (*netlab.LAN, *netlab.Host) {
 	t.Helper()
 	lan, err := netlab.New(kaPrefix, kaSubnet)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lan.EnableIPv6(kaSubnet6); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -148,8 +181,9 @@ func kaLAN(t *testing.T) (*netlab.LAN, *netlab.Host) {
 	return lan, client
 }
 
-// kaStart starts keepalived on every node, healthy, with equal priorities.
-func kaStart(t *testing.T, lan *netlab.LAN) []*kaNode {
+// kaStart starts keepalived on every node, healthy, with equal
+// priorities; with fileCheck, each node's prober first.
+func kaStart(t *testing.T, lan *netlab.LAN, fileCheck bool) []*kaNode {
 	t.Helper()
 	var nodes []*kaNode
 	for _, name := range kaNodes {
@@ -160,20 +194,36 @@ func kaStart(t *testing.T, lan *netlab.LAN) []*kaNode {
 		}
 		n := &kaNode{host: h, healthy: filepath.Join(dir, "healthy")}
 		n.setHealthy(t, true)
-		var peers []netip.Addr
+		probe := []string{"/usr/bin/test", "-e", n.healthy}
+		// keepalived's own check: its shortest interval.
+		check := KeepalivedCheck{Script: probe, Interval: time.Second, Timeout: time.Second, Fall: 3, Rise: 3}
+		if fileCheck {
+			check = KeepalivedCheck{File: filepath.Join(dir, "check")}
+			p, err := StartKeepalivedProber(h.Netns, dir, KeepalivedProberOptions{
+				File: check.File, Probe: probe, Interval: 100 * time.Millisecond, Fall: 3, Rise: 10,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.prober = p
+			t.Cleanup(func() {
+				if err := p.Kill(); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		var peers, peers6 []netip.Addr
 		for _, p := range kaNodes {
 			if p != name {
-				peers = append(peers, lan.Host(p).IP)
+				peers, peers6 = append(peers, lan.Host(p).IP), append(peers6, lan.Host(p).IP6)
 			}
 		}
 		conf, err := KeepalivedConfig(KeepalivedOptions{
 			Node: name, Interface: arpwatch.Device,
 			VIP: kaVIP, SourceIP: h.IP, Peers: peers,
+			VIP6: kaVIP6, SourceIP6: h.IP6, Peers6: peers6,
 			RouterID: 41, Priority: 100, AdvertInterval: 100 * time.Millisecond,
-			Check: KeepalivedCheck{
-				Script:   []string{"/usr/bin/test", "-e", n.healthy},
-				Interval: time.Second, Timeout: time.Second, Fall: 3, Rise: 3,
-			},
+			Check: check,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -224,6 +274,18 @@ func kaProbeOne(t *testing.T, client *arpwatch.ARPClient) arpwatch.ProbeResult {
 		t.Fatalf("%v\n%s", err, res)
 	}
 	return res
+}
+
+// kaProbe6 solicits the IPv6 VIP once and returns the distinct MACs that
+// answered, sorted.
+func kaProbe6(t *testing.T, client6 *arpwatch.NDPClient) []string {
+	t.Helper()
+	macs, err := client6.Probe(kaVIP6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(macs)
+	return slices.Compact(macs)
 }
 
 // kaTakeover asks who has the VIP every 10 ms, runs fault, and waits until

@@ -215,3 +215,70 @@ func TestKeepalivedConfigRefuses(t *testing.T) {
 		})
 	}
 }
+
+func TestKeepalivedConfigFileCheck(t *testing.T) {
+	o := kaTestOptions()
+	o.Check = KeepalivedCheck{File: "/var/lib/cp1/check"}
+	conf, err := KeepalivedConfig(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"track_file check {\n\tfile \"/var/lib/cp1/check\"\n}\n", "\ttrack_file {\n\t\tcheck weight 0\n\t}\n"} {
+		if strings.Count(conf, want) == 0 {
+			t.Errorf("no %q in\n%s", want, conf)
+		}
+	}
+	if strings.Contains(conf, "vrrp_script") || strings.Contains(conf, "track_script") {
+		t.Errorf("a file check with a script:\n%s", conf)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		check KeepalivedCheck
+		want  string
+	}{
+		{"relative file", KeepalivedCheck{File: "check"}, `check file "check"`},
+		{"file with a blank", KeepalivedCheck{File: "/a b"}, `check file "/a b"`},
+		{"file and script", KeepalivedCheck{File: "/a", Script: []string{"/bin/true"}}, "a file check has no script"},
+		{"file and fall", KeepalivedCheck{File: "/a", Fall: 3}, "a file check has no script"},
+	} {
+		o.Check = tc.check
+		if _, err := KeepalivedConfig(o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestKeepalivedProberOptions(t *testing.T) {
+	good := KeepalivedProberOptions{File: "/x/check", Probe: []string{"/bin/true"}, Interval: 100 * time.Millisecond, Fall: 3, Rise: 10}
+	if err := good.validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*KeepalivedProberOptions)
+		want   string
+	}{
+		{"relative file", func(o *KeepalivedProberOptions) { o.File = "check" }, `file "check"`},
+		{"no probe", func(o *KeepalivedProberOptions) { o.Probe = nil }, "probe []"},
+		{"relative probe", func(o *KeepalivedProberOptions) { o.Probe = []string{"true"} }, `probe ["true"]`},
+		{"interval under 10ms", func(o *KeepalivedProberOptions) { o.Interval = time.Millisecond }, "interval 1ms"},
+		{"interval not in milliseconds", func(o *KeepalivedProberOptions) { o.Interval = 10500 * time.Microsecond }, "interval 10.5ms"},
+		{"fall 0", func(o *KeepalivedProberOptions) { o.Fall = 0 }, "fall 0"},
+		{"rise 0", func(o *KeepalivedProberOptions) { o.Rise = 0 }, "rise 0"},
+	} {
+		o := good
+		tc.change(&o)
+		if err := o.validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestKeepalivedReadyzProbe(t *testing.T) {
+	got := strings.Join(KeepalivedReadyzProbe("https://127.0.0.1:6443/readyz", 250*time.Millisecond), " ")
+	want := "/usr/bin/curl --fail --silent --insecure --output /dev/null --max-time 0.250 https://127.0.0.1:6443/readyz"
+	if got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
