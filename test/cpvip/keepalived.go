@@ -22,6 +22,11 @@ const KeepalivedBin = "/usr/sbin/keepalived"
 // nothing in /etc or /run is shared between nodes. It dies with the test
 // process (parent-death signal; its VRRP child then gets SIGTERM from
 // keepalived itself). Pid and Exited are those of the parent.
+//
+// keepalived puts a VIP on the node's interface as an address: the node's
+// kernel answers ARP and NDP for it as long as it is there, also while
+// keepalived is frozen or after it was killed. Only a running keepalived
+// removes it (on FAULT, BACKUP, a clean stop, or at its next start).
 type Keepalived struct {
 	*groupProc
 	Netns string

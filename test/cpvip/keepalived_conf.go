@@ -52,7 +52,10 @@ type KeepalivedOptions struct {
 	// Priority is the node's VRRP priority, 1 to 254 (255 would claim to
 	// own the address). Give every node the same one for no preference:
 	// the first election then goes to the highest address (RFC 5798), and
-	// nopreempt keeps a master as long as it is healthy.
+	// nopreempt keeps a backup from taking over from a healthy master. It
+	// does not hold back a second master: of two masters that hear each
+	// other (a frozen owner thawed, a cut one healed) the one with the
+	// higher priority, then address, keeps the VIP.
 	Priority uint8
 	// AdvertInterval is advert_int: a multiple of 10 ms, from
 	// KeepalivedMinAdvertInterval to KeepalivedMaxAdvertInterval. A backup
