@@ -91,8 +91,9 @@ func (k *Keepalived) Logs(maxLines int) string {
 }
 
 // keepalivedState matches keepalived's state transitions in its log:
-// "(vip4) Entering MASTER STATE".
-var keepalivedState = regexp.MustCompile(`\((\S+)\) Entering (\S+) STATE`)
+// "(vip4) Entering MASTER STATE", and from its start straight into a
+// fault "(vip4) entering FAULT state".
+var keepalivedState = regexp.MustCompile(`\((\S+)\) [Ee]ntering (\S+) (?:STATE|state)`)
 
 // State is the state the latest keepalived run in the directory last
 // logged for instance (vip4, vip6): BACKUP, MASTER or FAULT; "" before its
@@ -109,7 +110,7 @@ func (k *Keepalived) State(instance string) string {
 	state := ""
 	for _, m := range keepalivedState.FindAllStringSubmatch(run, -1) {
 		if m[1] == instance {
-			state = m[2]
+			state = strings.ToUpper(m[2])
 		}
 	}
 	return state

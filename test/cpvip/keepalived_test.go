@@ -2,6 +2,8 @@ package cpvip
 
 import (
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -280,5 +282,35 @@ func TestKeepalivedReadyzProbe(t *testing.T) {
 	want := "/usr/bin/curl --fail --silent --insecure --output /dev/null --max-time 0.250 https://127.0.0.1:6443/readyz"
 	if got != want {
 		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+func TestKeepalivedState(t *testing.T) {
+	dir := t.TempDir()
+	k := &Keepalived{Dir: dir}
+	if got := k.State("vip4"); got != "" {
+		t.Errorf("no log: state %q", got)
+	}
+	log := runMarker + "first run\n" +
+		"Fri Nov 27 19:08:15 2026: (vip4) Entering BACKUP STATE\n" +
+		"Fri Nov 27 19:08:15 2026: (vip4) Entering MASTER STATE\n" +
+		runMarker + "second run\n" +
+		"Fri Nov 27 19:20:19 2026: (vip4): entering FAULT state (tracked file check has status -254)\n" +
+		"Fri Nov 27 19:20:19 2026: (vip4) entering FAULT state\n" +
+		"Fri Nov 27 19:20:20 2026: (vip6) Entering BACKUP STATE\n"
+	if err := os.WriteFile(filepath.Join(dir, "keepalived.log"), []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for inst, want := range map[string]string{"vip4": "FAULT", "vip6": "BACKUP", "vip7": ""} {
+		if got := k.State(inst); got != want {
+			t.Errorf("State(%s) = %q, want %q", inst, got, want)
+		}
+	}
+	// The latest run only: before its first transition, no state.
+	if err := os.WriteFile(filepath.Join(dir, "keepalived.log"), []byte(log+runMarker+"third run\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := k.State("vip4"); got != "" {
+		t.Errorf("a new run without transitions: state %q", got)
 	}
 }
