@@ -17,7 +17,8 @@ import (
 )
 
 // agentArgv is the agent's command line (the contract of
-// `herald-agent control-plane-vip`), then Options.AgentArgs, then extra.
+// `herald-agent control-plane-vip`), then Options.AgentArgs, then extra;
+// a flag given again replaces the earlier one.
 func (cp *ControlPlane) agentArgv(n *CPNode, extra []string) []string {
 	var peers []string
 	for _, m := range cp.Nodes {
@@ -37,7 +38,25 @@ func (cp *ControlPlane) agentArgv(n *CPNode, extra []string) []string {
 		// The three agents share the machine's /var/run.
 		"--dbg-socket=" + n.DbgSocket(),
 	}
-	return append(append(argv, cp.opts.AgentArgs...), extra...)
+	return override(override(argv, cp.opts.AgentArgs), extra)
+}
+
+// override appends args to argv, dropping from argv every --flag= that
+// args sets again: slice flags (--vips, --peers) add up when given twice.
+func override(argv, args []string) []string {
+	set := map[string]bool{}
+	for _, a := range args {
+		if name, _, ok := strings.Cut(a, "="); ok {
+			set[name] = true
+		}
+	}
+	out := make([]string, 0, len(argv)+len(args))
+	for _, a := range argv {
+		if name, _, ok := strings.Cut(a, "="); !ok || !set[name] {
+			out = append(out, a)
+		}
+	}
+	return append(out, args...)
 }
 
 // agentDevice is the LAN device in every host's namespace.

@@ -32,7 +32,7 @@ type Options struct {
 	// the agent.
 	DbgBin string
 	// AgentArgs are added to every agent's command line, after the
-	// harness's (a flag given twice takes its last value).
+	// harness's, replacing the flags they set again.
 	AgentArgs []string
 	// KubeVersion is kube-apiserver's version (cluster.Versions); empty:
 	// $HERALD_KUBE_VERSION, else cluster.KubeVersion.
