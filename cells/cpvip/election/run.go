@@ -59,7 +59,10 @@ type runner struct {
 	unfenced error
 	// routeErr: the VIPs' local routes could not be added (tried again
 	// with the arp_ignore check).
-	routeErr   error
+	routeErr error
+	// stopping: the agent stops; its last beat says it is no candidate,
+	// so the peers turn to the next node at once.
+	stopping   bool
 	announced  bool
 	withdrawal string // why the entries are being withdrawn; "" when not
 	renewed    time.Time
@@ -169,7 +172,7 @@ func (r *runner) watchDevices() <-chan struct{} {
 
 // eligible: the local API server is ready and every VIP has its device.
 func (r *runner) eligible() bool {
-	return r.ready != nil && r.ready.Eligible && r.misplaced == nil && r.unfenced == nil && r.routeErr == nil
+	return !r.stopping && r.ready != nil && r.ready.Eligible && r.misplaced == nil && r.unfenced == nil && r.routeErr == nil
 }
 
 // placeVIPs finds the devices of the VIPs, and says so when that changes.
@@ -327,6 +330,7 @@ func (r *runner) finishWithdrawal() {
 // shutdown gives the VIPs up before the agent stops, and tells the peers,
 // so that one of them takes over at once rather than after the window.
 func (r *runner) shutdown() {
+	r.stopping = true
 	if r.announced {
 		r.startWithdrawal("the agent is stopping")
 		deadline := time.After(2 * time.Second)
@@ -344,6 +348,5 @@ func (r *runner) shutdown() {
 			}
 		}
 	}
-	r.st.SetEligible(false)
 	r.beat(time.Now())
 }
