@@ -19,7 +19,7 @@ OLDEST_KUBE_VERSION := $(shell sed -n 's/^KUBE_OLDEST_VERSION=//p' install/dev/k
 
 .PHONY: all build test test-unit test-integration test-realcluster kernel-check generate verify-generate lint fuzz demo \
         cluster-up cluster-down realcluster-up realcluster-down demo-netns bench-alloc bench-apirestart bench-failover bench-ipam bench-l2 \
-        bench-bgp bench-bfd bench-realcluster manifests demo-down tools clean
+        bench-bgp bench-bfd bench-realcluster bench-cpvip manifests demo-down tools clean
 
 all: build
 
@@ -141,6 +141,12 @@ bench-l2: tools build
 ## create -> first curl, the agent's RSS and CPU idle and under churn, L2 failover (20 trials each).
 bench-realcluster: tools
 	HERALD_REALCLUSTER_TRIALS=20 $(GO) test -count=1 -timeout 60m ./test/realcluster/e2e/ -run '^$$' -bench BenchmarkRealCluster -benchtime 1x -v
+
+## bench-cpvip: the control-plane VIP against keepalived (advert_int 1 s and 0.1 s) on the netns HA control
+## plane: failover, double answers and kubectl through the VIP per fault of the owner (needs root;
+## HERALD_CPVIP_TRIALS trials per fault, 20 by default).
+bench-cpvip: tools
+	flock /tmp/herald-itest.lock $(GO) test -run '^$$' -bench BenchmarkControlPlaneVIPFailover -benchtime 1x -timeout 60m ./test/cpvip/
 
 ## bench-bgp: Service -> route in FRR latency, 1000 Services, node loss (needs root; about 10 minutes).
 bench-bgp: tools build

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/heraldlb/herald/test/agentproc"
 )
@@ -114,4 +115,24 @@ func (k *Keepalived) State(instance string) string {
 		}
 	}
 	return state
+}
+
+// KeepalivedOptionsFor is node n's keepalived on the harness's LAN: both
+// VIPs on its LAN device, unicast adverts to the other nodes (VRRPv3),
+// equal priorities (100) with nopreempt, as the agents have no preference
+// either, and the given advert interval and check.
+func (cp *ControlPlane) KeepalivedOptionsFor(n *CPNode, advert time.Duration, check KeepalivedCheck) KeepalivedOptions {
+	o := KeepalivedOptions{
+		Node: n.Name, Interface: agentDevice,
+		VIP: VIP, SourceIP: n.Host.IP,
+		VIP6: VIP6, SourceIP6: n.Host.IP6,
+		RouterID: 40, Priority: 100, AdvertInterval: advert,
+		Check: check,
+	}
+	for _, m := range cp.Nodes {
+		if m != n {
+			o.Peers, o.Peers6 = append(o.Peers, m.Host.IP), append(o.Peers6, m.Host.IP6)
+		}
+	}
+	return o
 }

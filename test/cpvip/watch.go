@@ -172,3 +172,17 @@ func (w *VIPWatch) Stop() *VIPRecord {
 	})
 	return w.rec
 }
+
+// TakenOver is when a MAC other than from first answered at or after
+// since, if one did so far: the live side of VIPRecord.Failover, which a
+// trial polls to know when to stop. Unlike Current it sees a takeover
+// while the old owner answers too.
+func (w *VIPWatch) TakenOver(since time.Time, from string) (time.Time, bool) {
+	replies, _ := w.replies()
+	for _, r := range replies {
+		if !r.At.Before(since) && r.MAC != from {
+			return r.At, true
+		}
+	}
+	return time.Time{}, false
+}
