@@ -20,9 +20,10 @@ var (
 	ServiceCIDR  = netip.MustParsePrefix("198.18.20.0/24")
 	ServiceCIDR6 = netip.MustParsePrefix("fd00:18:20::/112")
 	// ControlPlaneVIP and ControlPlaneVIP6 are the API servers' VIPs of an
-	// HA cluster (Options.HA): on the LAN, owned by no host.
-	ControlPlaneVIP  = hostAddr(LAN, 200)
-	ControlPlaneVIP6 = hostAddr(LAN6, 200)
+	// HA cluster (Options.HA): on the LAN, owned by no host, outside the
+	// LoadBalancer pools the suites use.
+	ControlPlaneVIP  = hostAddr(LAN, 250)
+	ControlPlaneVIP6 = hostAddr(LAN6, 250)
 )
 
 const (
