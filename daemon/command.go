@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cilium/hive"
 	"github.com/cilium/hive/cell"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -26,30 +27,17 @@ func NewAgentCommand() *cobra.Command {
 		Short:         "Herald: LoadBalancer IPs for bare-metal Kubernetes",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := refuseLibraryFlags(cmd.Flags()); err != nil {
-				return err
-			}
-			if configDir != "" {
-				if err := ApplyConfigDir(cmd.Flags(), configDir); err != nil {
-					return err
-				}
-			}
-			effective.Set(optionValues(cmd.Flags()))
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("log-level: %w", err)
-			}
-			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-			slog.SetDefault(log)
-			// client-go logs (leader election, throttling) through klog: send
-			// them to the same structured log.
-			klog.SetSlogLogger(log)
-			return h.Run(log)
-		},
+		RunE:          run(h, effective, &configDir, &logLevel, true),
 	}
-	cmd.Flags().StringVar(&configDir, "config-dir", "", "Directory with one file per option (a mounted ConfigMap); command-line flags take precedence")
-	cmd.Flags().StringVar(&logLevel, "log-level", "info", "Log level: debug, info, warn or error")
+	registerFlags(cmd, h, &configDir, &logLevel, "Directory with one file per option (a mounted ConfigMap); command-line flags take precedence")
+	cmd.AddCommand(h.Command(), newControlPlaneCommand())
+	return cmd
+}
+
+// registerFlags adds the hive's options and the command's own to cmd.
+func registerFlags(cmd *cobra.Command, h *hive.Hive, configDir, logLevel *string, configDirHelp string) {
+	cmd.Flags().StringVar(configDir, "config-dir", "", configDirHelp)
+	cmd.Flags().StringVar(logLevel, "log-level", "info", "Log level: debug, info, warn or error")
 	h.RegisterFlags(cmd.Flags())
 	// Flags a library cell registers that are no Herald option (hive's
 	// shell's socket, which is dbg-socket): not in --help, refused on the
@@ -57,8 +45,33 @@ func NewAgentCommand() *cobra.Command {
 	for _, name := range dbgshell.LibraryFlags {
 		_ = cmd.Flags().MarkHidden(name)
 	}
-	cmd.AddCommand(h.Command(), newControlPlaneCommand())
-	return cmd
+}
+
+// run applies the configuration directory, records the effective
+// options, sets up the log and runs the hive. withKlog sends client-go's
+// logs (leader election, throttling) to the same log.
+func run(h *hive.Hive, effective *agentconfig.Effective, configDir, logLevel *string, withKlog bool) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		if err := refuseLibraryFlags(cmd.Flags()); err != nil {
+			return err
+		}
+		if *configDir != "" {
+			if err := ApplyConfigDir(cmd.Flags(), *configDir); err != nil {
+				return err
+			}
+		}
+		effective.Set(optionValues(cmd.Flags()))
+		var level slog.Level
+		if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+			return fmt.Errorf("log-level: %w", err)
+		}
+		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+		slog.SetDefault(log)
+		if withKlog {
+			klog.SetSlogLogger(log)
+		}
+		return h.Run(log)
+	}
 }
 
 // optionValues returns the value of every option, by flag name: every flag

@@ -1,9 +1,7 @@
 package daemon
 
 import (
-	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/cilium/hive"
@@ -90,30 +88,8 @@ kube-apiserver answers /readyz; the owner answers ARP and NDP for them from eBPF
 See Documentation/control-plane-vip.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := refuseLibraryFlags(cmd.Flags()); err != nil {
-				return err
-			}
-			if configDir != "" {
-				if err := ApplyConfigDir(cmd.Flags(), configDir); err != nil {
-					return err
-				}
-			}
-			effective.Set(optionValues(cmd.Flags()))
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("log-level: %w", err)
-			}
-			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-			slog.SetDefault(log)
-			return h.Run(log)
-		},
+		RunE:          run(h, effective, &configDir, &logLevel, false),
 	}
-	cmd.Flags().StringVar(&configDir, "config-dir", "", "Directory with one file per option; command-line flags take precedence")
-	cmd.Flags().StringVar(&logLevel, "log-level", "info", "Log level: debug, info, warn or error")
-	h.RegisterFlags(cmd.Flags())
-	for _, name := range dbgshell.LibraryFlags {
-		_ = cmd.Flags().MarkHidden(name)
-	}
+	registerFlags(cmd, h, &configDir, &logLevel, "Directory with one file per option; command-line flags take precedence")
 	return cmd
 }

@@ -24,7 +24,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldlb/herald/test/netlab"
 	"github.com/heraldlb/herald/test/realcluster"
 	"github.com/heraldlb/herald/test/realcluster/images"
 )
@@ -35,43 +34,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "havip: needs root (network and mount namespaces, cgroups, containerd)")
-		os.Exit(1)
-	}
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	unlock, err := netlab.Lock("realcluster")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "havip:", err)
-		return 1
-	}
-	defer unlock()
-	if work, err = os.MkdirTemp("", "herald-havip-"); err != nil {
-		fmt.Fprintln(os.Stderr, "havip:", err)
-		return 1
-	}
-	dir := os.Getenv("HERALD_REALCLUSTER_DIR")
-	if dir == "" {
-		dir = filepath.Join(work, "cluster")
-	}
-	defer func() {
-		if os.Getenv("HERALD_REALCLUSTER_KEEP") == "1" {
-			fmt.Fprintf(os.Stderr, "havip: left up in %s: export KUBECONFIG=%s\n", dir, filepath.Join(dir, "kubeconfig", "admin"))
-			return
-		}
-		if err := realcluster.Down(dir); err != nil {
-			fmt.Fprintln(os.Stderr, "havip: tearing down:", err)
-		}
-		_ = os.RemoveAll(work)
-	}()
-	if err := setup(dir); err != nil {
-		fmt.Fprintln(os.Stderr, "havip:", err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(realcluster.RunSuite(m, "havip", func(dir, w string) error {
+		work = w
+		return setup(dir)
+	}))
 }
 
 func logf(format string, args ...any) {
