@@ -10,6 +10,8 @@ import (
 	"github.com/cilium/statedb"
 	"github.com/spf13/cobra"
 
+	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
+	"github.com/heraldlb/herald/cells/bgp/speaker"
 	"github.com/heraldlb/herald/cells/cpvip"
 	"github.com/heraldlb/herald/cells/cpvip/cpvipconfig"
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
@@ -20,6 +22,7 @@ import (
 	"github.com/heraldlb/herald/cells/ground/pprof"
 	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/cells/l2/responder"
+	"github.com/heraldlb/herald/tables"
 )
 
 // ControlPlaneCells are the control-plane VIP mode's: the ground floor
@@ -50,6 +53,15 @@ var ControlPlaneCells = []cell.Cell{
 	// The VIPs: readiness of the local API server, the election among
 	// the control-plane nodes.
 	cpvip.Cell,
+	// The BGP feature's speaker (GoBGP), with bgp-local-asn: the owner's
+	// VIPs to the routers of bgp-peers. No BFD here: an empty bgp-bfd.
+	speaker.Cell,
+	cell.Provide(
+		func(c cpvipconfig.Config) bgpconfig.Config {
+			return bgpconfig.Config{EnableBGPControlPlane: c.BGPLocalASN != 0}
+		},
+		tables.NewBGPBFDSessionsTable, statedb.RWTable[*tables.BGPBFDSession].ToTable,
+	),
 	health.Started,
 }
 

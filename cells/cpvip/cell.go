@@ -9,6 +9,8 @@
 //   - election: the quorum election among the control-plane nodes (peer
 //     secret from a file) → l2-announce and l2-lease-health, the VIPs'
 //     local routes; control-plane-members and control-plane-vip;
+//   - bgproutes (with bgp-local-asn): l2-announce → bgp-instances and
+//     bgp-routes, for the BGP feature's speaker;
 //
 // The L2 announcements' responder answers for the VIPs, with maps of its
 // own (<bpf-root>/herald-control-plane) beside the agent's; daemon/ wires
@@ -19,6 +21,7 @@ import (
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/statedb"
 
+	"github.com/heraldlb/herald/cells/cpvip/bgproutes"
 	"github.com/heraldlb/herald/cells/cpvip/cpvipconfig"
 	"github.com/heraldlb/herald/cells/cpvip/election"
 	"github.com/heraldlb/herald/cells/cpvip/readiness"
@@ -38,6 +41,9 @@ var Cell = cell.Group(
 	),
 	readiness.Cell,
 	election.Cell,
+	// With bgp-local-asn: the owner's VIPs → bgp-routes, for the BGP
+	// feature's speaker (daemon/ wires it in).
+	bgproutes.Cell,
 )
 
 // needsDevices asks the ground floor for the devices table.

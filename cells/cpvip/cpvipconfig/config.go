@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +43,12 @@ type Config struct {
 	// release.
 	FenceWindow time.Duration // fence-window
 
+	// BGP, optional: the owner also advertises the VIPs to these routers.
+	BGPLocalASN int64         // bgp-local-asn; 0: no BGP
+	BGPPeers    []string      // bgp-peers: address=asn
+	BGPRouterID string        // bgp-router-id
+	BGPHoldTime time.Duration // bgp-hold-time
+
 	// SysctlDir is where the host's /proc/sys is: a container mounts the
 	// host's /proc/sys/net somewhere writable (arp_ignore, see
 	// cells/cpvip/election).
@@ -58,6 +65,7 @@ var Defaults = Config{
 	ReadyzSuccessThreshold: 10,
 	FenceWindow:            300 * time.Millisecond,
 	SysctlDir:              "/proc/sys",
+	BGPHoldTime:            9 * time.Second,
 }
 
 func (def Config) Flags(flags *pflag.FlagSet) {
@@ -72,6 +80,10 @@ func (def Config) Flags(flags *pflag.FlagSet) {
 	flags.Duration("readyz-timeout", def.ReadyzTimeout, "How long one ask may take before it counts as a failure")
 	flags.Int("readyz-failure-threshold", def.ReadyzFailureThreshold, "Failures in a row after which the node is no longer eligible (and gives the VIPs up)")
 	flags.Int("readyz-success-threshold", def.ReadyzSuccessThreshold, "Successes in a row after which the node is eligible again")
+	flags.Int64("bgp-local-asn", def.BGPLocalASN, "Also advertise the VIPs over BGP from the owner, with this local ASN; 0: L2 only")
+	flags.StringSlice("bgp-peers", def.BGPPeers, "The routers the owner advertises the VIPs to, as address=asn")
+	flags.String("bgp-router-id", def.BGPRouterID, "BGP router ID; empty: this node's IPv4 address in --peers")
+	flags.Duration("bgp-hold-time", def.BGPHoldTime, "BGP hold time offered to the routers (the keepalive is a third of it): how long a router keeps a frozen or cut-off owner's routes")
 	flags.String("sysctl-dir", def.SysctlDir, "Where the host's /proc/sys is, writable (a container mounts the host's /proc/sys/net below it): the agent sets arp_ignore there")
 	flags.Duration("fence-window", def.FenceWindow, "How long one election round lets the owner answer: a frozen or cut-off owner falls silent within it, and a new owner waits it out")
 }
@@ -92,6 +104,22 @@ type Parsed struct {
 	// Digest identifies the VIPs and peers: nodes whose digests differ
 	// do not elect together.
 	Digest string
+	// BGP is nil without bgp-local-asn.
+	BGP *BGP
+}
+
+// BGP is the optional BGP announcement of the VIPs.
+type BGP struct {
+	LocalASN int64
+	RouterID netip.Addr
+	Peers    []BGPPeer
+	HoldTime time.Duration
+}
+
+// BGPPeer is one router.
+type BGPPeer struct {
+	Addr netip.Addr
+	ASN  int64
 }
 
 // Node returns this node's name: --node-name, else $NODE_NAME, else the
@@ -110,6 +138,7 @@ func (c Config) Node() string {
 // Parse checks the configuration; every error names the option.
 func (c Config) Parse() (Parsed, error) {
 	p := Parsed{Self: c.Node()}
+	var err error
 	if len(c.VIPs) == 0 {
 		return p, fmt.Errorf("vips: no VIP given")
 	}
@@ -155,8 +184,53 @@ func (c Config) Parse() (Parsed, error) {
 	if c.FenceWindow < 100*time.Millisecond {
 		return p, fmt.Errorf("fence-window: %s is shorter than 100ms: the owner would lose the VIP to a few lost packets", c.FenceWindow)
 	}
+	if p.BGP, err = c.parseBGP(p.Addr); err != nil {
+		return p, err
+	}
 	p.Digest = digest(p)
 	return p, nil
+}
+
+// parseBGP checks the BGP options; nil without bgp-local-asn.
+func (c Config) parseBGP(self netip.Addr) (*BGP, error) {
+	if c.BGPLocalASN == 0 {
+		if len(c.BGPPeers) > 0 {
+			return nil, fmt.Errorf("bgp-peers: set, but bgp-local-asn is not")
+		}
+		return nil, nil
+	}
+	if c.BGPLocalASN < 0 || c.BGPLocalASN > 4294967295 {
+		return nil, fmt.Errorf("bgp-local-asn: %d is not an ASN", c.BGPLocalASN)
+	}
+	b := &BGP{LocalASN: c.BGPLocalASN, HoldTime: c.BGPHoldTime}
+	if c.BGPHoldTime < 3*time.Second {
+		return nil, fmt.Errorf("bgp-hold-time: %s is shorter than BGP's 3s", c.BGPHoldTime)
+	}
+	if len(c.BGPPeers) == 0 {
+		return nil, fmt.Errorf("bgp-peers: none given for bgp-local-asn %d", c.BGPLocalASN)
+	}
+	for _, s := range c.BGPPeers {
+		addr, asn, ok := strings.Cut(strings.TrimSpace(s), "=")
+		a, err := netip.ParseAddr(addr)
+		n, nerr := strconv.ParseInt(asn, 10, 64)
+		if !ok || err != nil || nerr != nil || n <= 0 || n > 4294967295 {
+			return nil, fmt.Errorf("bgp-peers: %q is not address=asn", s)
+		}
+		b.Peers = append(b.Peers, BGPPeer{Addr: a.Unmap(), ASN: n})
+	}
+	switch {
+	case c.BGPRouterID != "":
+		id, err := netip.ParseAddr(c.BGPRouterID)
+		if err != nil || !id.Is4() {
+			return nil, fmt.Errorf("bgp-router-id: %q is not an IPv4 address", c.BGPRouterID)
+		}
+		b.RouterID = id
+	case self.Is4():
+		b.RouterID = self
+	default:
+		return nil, fmt.Errorf("bgp-router-id: needed, this node's address in peers (%s) is no IPv4 address", self)
+	}
+	return b, nil
 }
 
 func (c Config) checkReadyz() error {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func valid() Config {
@@ -22,6 +23,11 @@ func TestParse(t *testing.T) {
 	}
 	if p.Self != "cp2" || p.Addr.String() != "198.18.40.12" || len(p.VIPs) != 2 || len(p.Peers) != 3 || p.Digest == "" {
 		t.Fatalf("parsed %+v", p)
+	}
+	c := valid()
+	c.BGPLocalASN, c.BGPPeers = 65010, []string{"198.18.40.254=65000"}
+	if q, err := c.Parse(); err != nil || q.BGP == nil || q.BGP.RouterID.String() != "198.18.40.12" || q.BGP.Peers[0].ASN != 65000 {
+		t.Fatalf("BGP: %+v, %v", q.BGP, err)
 	}
 	other := valid()
 	other.VIPs = []string{"198.18.40.100"}
@@ -50,6 +56,17 @@ func TestParseRefuses(t *testing.T) {
 		{"readyz thresholds", func(c *Config) { c.ReadyzFailureThreshold = 0 }, "readyz-failure-threshold"},
 		{"readyz CA missing", func(c *Config) { c.ReadyzCAFile = "/nonexistent/ca.crt" }, "readyz-ca-file"},
 		{"fence window", func(c *Config) { c.FenceWindow = 10_000_000 }, "fence-window"},
+		{"BGP peers without an ASN", func(c *Config) { c.BGPPeers = []string{"198.18.40.254=65000"} }, "bgp-peers: set, but bgp-local-asn is not"},
+		{"BGP without peers", func(c *Config) { c.BGPLocalASN = 65010 }, "bgp-peers: none given"},
+		{"BGP peer without ASN", func(c *Config) { c.BGPLocalASN, c.BGPPeers = 65010, []string{"198.18.40.254"} }, `bgp-peers: "198.18.40.254" is not address=asn`},
+		{"BGP ASN out of range", func(c *Config) { c.BGPLocalASN, c.BGPPeers = 1<<33, []string{"198.18.40.254=65000"} }, "bgp-local-asn"},
+		{"BGP hold time", func(c *Config) {
+			c.BGPLocalASN, c.BGPPeers, c.BGPHoldTime = 65010, []string{"198.18.40.254=65000"}, time.Second
+		}, "bgp-hold-time"},
+		{"BGP router ID on an IPv6 node", func(c *Config) {
+			c.Peers = []string{"cp1=fd00::11", "cp2=fd00::12", "cp3=fd00::13"}
+			c.BGPLocalASN, c.BGPPeers = 65010, []string{"fd00::254=65000"}
+		}, "bgp-router-id: needed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := valid()

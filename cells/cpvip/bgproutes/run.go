@@ -1,0 +1,83 @@
+package bgproutes
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/hive/job"
+	"github.com/cilium/statedb"
+
+	"github.com/heraldlb/herald/cells/cpvip/cpvipconfig"
+	"github.com/heraldlb/herald/tables"
+)
+
+type params struct {
+	cell.In
+
+	Config    cpvipconfig.Config
+	Log       *slog.Logger
+	DB        *statedb.DB
+	Jobs      job.Group
+	Announce  statedb.Table[*tables.L2AnnounceEntry]
+	Instances statedb.RWTable[*tables.BGPInstance]
+	Routes    statedb.RWTable[*tables.BGPRoute]
+}
+
+func register(p params) error {
+	cfg, err := p.Config.Parse()
+	if err != nil {
+		return err
+	}
+	wtxn := p.DB.WriteTxn(p.Instances, p.Routes)
+	instDone := p.Instances.RegisterInitializer(wtxn, "control-plane-bgp")
+	routesDone := p.Routes.RegisterInitializer(wtxn, "control-plane-bgp")
+	if cfg.BGP == nil {
+		// No BGP: the tables stay empty (the speaker does not run).
+		instDone(wtxn)
+		routesDone(wtxn)
+		wtxn.Commit()
+		return nil
+	}
+	_, _, _ = p.Instances.Insert(wtxn, instance(cfg.BGP, cfg.VIPs))
+	instDone(wtxn)
+	wtxn.Commit()
+	p.Log.Info("Advertising the control-plane VIPs over BGP from the owner", "local-asn", cfg.BGP.LocalASN,
+		"router-id", cfg.BGP.RouterID, "peers", p.Config.BGPPeers)
+	p.Jobs.Add(job.OneShot("routes", func(ctx context.Context, _ cell.Health) error {
+		return follow(ctx, p, cfg.BGP, routesDone)
+	}))
+	return nil
+}
+
+// follow keeps bgp-routes equal to routes() of the l2-announce entries.
+func follow(ctx context.Context, p params, b *cpvipconfig.BGP, done func(statedb.WriteTxn)) error {
+	for {
+		entries, watch := p.Announce.AllWatch(p.DB.ReadTxn())
+		want := map[string]*tables.BGPRoute{}
+		for _, r := range routes(b, statedb.Collect(entries)) {
+			want[r.Key()] = r
+		}
+		wtxn := p.DB.WriteTxn(p.Routes)
+		for r := range p.Routes.All(wtxn) {
+			if want[r.Key()] == nil {
+				_, _, _ = p.Routes.Delete(wtxn, r)
+			}
+		}
+		for key, r := range want {
+			if _, _, ok := p.Routes.Get(wtxn, tables.BGPRouteKeyIndex.Query(key)); !ok {
+				_, _, _ = p.Routes.Insert(wtxn, r)
+			}
+		}
+		if done != nil {
+			done(wtxn)
+			done = nil
+		}
+		wtxn.Commit()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-watch:
+		}
+	}
+}
