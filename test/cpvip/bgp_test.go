@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,23 +16,8 @@ import (
 // (FRR, in the client's namespace): both VIPs, from the owner only, and
 // from the new owner once the old one gave them up.
 func TestHeraldBGP(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root (network namespaces, eBPF, FRR); run it as root, as make test does")
-	}
 	const routerASN, nodeASN = 65000, 65010
-	cp, err := Up(context.Background(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			cp.KeepLogs = true
-			t.Log(cp.Logs(60))
-		}
-		if err := cp.Down(); err != nil {
-			t.Errorf("Down: %v", err)
-		}
-	})
+	cp := upT(t, Options{})
 	var conf strings.Builder
 	fmt.Fprintf(&conf, "router bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n no bgp default ipv4-unicast\n", routerASN, cp.Client.IP)
 	for _, n := range cp.Nodes {

@@ -19,23 +19,7 @@ const waitTimeout = 60 * time.Second
 // every part and every fault does what the proofs rely on, then that Down
 // leaves nothing behind.
 func TestHarness(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root (network namespaces, AF_PACKET, nftables); run it as root, as make test does")
-	}
-	cp, err := Up(context.Background(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := func() {
-		if t.Failed() {
-			cp.KeepLogs = true
-			t.Log(cp.Logs(40))
-		}
-		if err := cp.Down(); err != nil {
-			t.Errorf("Down: %v", err)
-		}
-	}
-	t.Cleanup(down)
+	cp := upT(t, Options{})
 
 	t.Run("etcd", func(t *testing.T) { checkEtcd(t, cp) })
 	t.Run("readyz", func(t *testing.T) { checkReadyz(t, cp) })
@@ -59,7 +43,10 @@ func TestHarness(t *testing.T) {
 	if len(pids) < 6 {
 		t.Fatalf("want at least etcd and kube-apiserver in each node's namespace, found pids %v", pids)
 	}
-	down()
+	// Down now (the cleanup's is then a no-op), to see what it leaves.
+	if err := cp.Down(); err != nil {
+		t.Fatalf("Down: %v", err)
+	}
 	checkNothingLeft(t, cp.Dir, pids)
 }
 

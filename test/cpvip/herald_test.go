@@ -24,22 +24,7 @@ import (
 // herald-dbg gives, and a clear answer to bad input. Outcomes only: the
 // figures are test/realcluster/havip's and the benchmark's.
 func TestHerald(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root (network namespaces, eBPF, AF_PACKET); run it as root, as make test does")
-	}
-	cp, err := Up(context.Background(), Options{StartAgents: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			cp.KeepLogs = true
-			t.Log(cp.Logs(60))
-		}
-		if err := cp.Down(); err != nil {
-			t.Errorf("Down: %v", err)
-		}
-	})
+	cp := upT(t, Options{StartAgents: true})
 	t.Run("one owner for both VIPs", func(t *testing.T) { checkOneOwner(t, cp) })
 	for _, f := range []struct {
 		name       string

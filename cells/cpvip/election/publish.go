@@ -34,8 +34,10 @@ func (r *runner) publish(now time.Time) {
 	if v.Answering {
 		v.Until = r.st.Deadline()
 	}
+	// GrantedAt moves with every grant; the row changes with the rest
+	// (Until moves with every renewal while this node answers).
 	if old, _, ok := r.VIP.Get(wtxn, tables.ControlPlaneVIPNodeIndex.Query(r.cfg.Self)); !ok || old.Why != v.Why || old.Answering != v.Answering ||
-		old.Preferred != v.Preferred || old.Grantee != v.Grantee || now.Sub(old.Until) > 0 {
+		old.Preferred != v.Preferred || old.Grantee != v.Grantee || !old.Until.Equal(v.Until) {
 		_, _, _ = r.VIP.Insert(wtxn, v)
 	}
 	wtxn.Commit()
