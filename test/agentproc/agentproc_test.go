@@ -11,10 +11,12 @@ import (
 // fakeAgent is a shell script standing in for herald-agent: it prints its
 // arguments, then exits with status 3 if one of them is --fail, else runs
 // until SIGTERM (then says "bye" and exits 0) or SIGKILL.
+// The trap comes first: the test stops the fake as soon as it printed its
+// arguments.
 const fakeAgent = `#!/bin/sh
+trap 'echo bye; exit 0' TERM
 echo "args: $*"
 for a in "$@"; do [ "$a" = --fail ] && exit 3; done
-trap 'echo bye; exit 0' TERM
 while :; do sleep 0.05; done
 `
 

@@ -323,8 +323,8 @@ func (n *Node) Start(ctx context.Context) error {
 }
 
 // teardown stops everything of the node and removes what it made: its
-// processes (containers included, found by cgroup), cgroups and mount
-// namespace. Its network namespace goes with the LAN.
+// processes (containers included, found by cgroup and by mount
+// namespace), cgroups and mount namespace. Its network namespace goes with the LAN.
 func (n *Node) teardown() error {
 	var errs []error
 	for _, d := range n.daemons() {
@@ -333,6 +333,14 @@ func (n *Node) teardown() error {
 		}
 	}
 	if err := killCgroup(n.Cgroup, 30*time.Second); err != nil {
+		errs = append(errs, err)
+	}
+	// Not everything of the node stays in its cgroup: the HA control
+	// plane's etcd and kube-apiserver, the kubelet and containerd's shims
+	// were found in the root cgroups after a while (moved by something
+	// this harness does not know). They are all in the node's mount
+	// namespace.
+	if err := killMountNS(n.MountNS, 30*time.Second); err != nil {
 		errs = append(errs, err)
 	}
 	if err := removeCgroup(n.Cgroup); err != nil {
