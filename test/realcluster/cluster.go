@@ -43,6 +43,13 @@ type Options struct {
 	// HA, when set, makes the first three nodes the control plane, behind
 	// a VIP (see HA).
 	HA *HA
+	// MaxRestartPeriod caps the kubelets' back-off before they restart a
+	// container that exited (0: the kubelet's own, which doubles from
+	// 10 s to 5 minutes). A suite that kills a container on purpose, many
+	// times, sets it (1 s at least) rather than wait minutes between
+	// trials; it takes the kubelet's alpha gate KubeletCrashLoopBackOffMax
+	// (Kubernetes 1.32 or later).
+	MaxRestartPeriod time.Duration
 }
 
 // Cluster is a running cluster.
@@ -321,7 +328,7 @@ func (c *Cluster) prepareNode(ctx context.Context, n *Node, o Options) error {
 	if err := n.setupMounts(c.p.nsDir()); err != nil {
 		return err
 	}
-	if err := n.writeConfigs(o.SandboxImage, o.CNIConflist); err != nil {
+	if err := n.writeConfigs(o.SandboxImage, o.CNIConflist, o.MaxRestartPeriod); err != nil {
 		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -173,10 +173,10 @@ func mounted(path string) bool {
 // configurations and installs the reference CNI plugins (the cluster's
 // network plugin, bridge, and loopback, which containerd uses for every
 // pod's lo) into its /opt/cni/bin.
-func (n *Node) writeConfigs(sandboxImage string, cniConflist []byte) error {
+func (n *Node) writeConfigs(sandboxImage string, cniConflist []byte, maxRestartPeriod time.Duration) error {
 	files := map[string]string{
 		n.root("/etc/containerd/config.toml"):   containerdConfig(sandboxImage),
-		filepath.Join(n.Dir, "kubelet.yaml"):    kubeletConfig(n),
+		filepath.Join(n.Dir, "kubelet.yaml"):    kubeletConfig(n, maxRestartPeriod),
 		filepath.Join(n.Dir, "kube-proxy.yaml"): kubeProxyConfig(n),
 		filepath.Join(n.Dir, "resolv.conf"):     "nameserver 127.0.0.1\n",
 	}

@@ -3,6 +3,7 @@ package realcluster
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 )
 
 // containerdConfig is the node's containerd 1.6 configuration: the default
@@ -50,7 +51,13 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 // leave the machine). Images are never pulled
 // (IfNotPresent everywhere, and nothing to pull from) nor collected; the
 // eviction thresholds are low because the disk is shared by every node.
-func kubeletConfig(n *Node) string {
+// maxRestartPeriod, when set, caps the crash-loop back-off (see
+// Options.MaxRestartPeriod).
+func kubeletConfig(n *Node, maxRestartPeriod time.Duration) string {
+	backOff := ""
+	if maxRestartPeriod > 0 {
+		backOff = fmt.Sprintf("featureGates:\n  KubeletCrashLoopBackOffMax: true\ncrashLoopBackOff:\n  maxContainerRestartPeriod: %s\n", maxRestartPeriod)
+	}
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: %s
@@ -86,7 +93,7 @@ maxPods: 250
 serializeImagePulls: false
 rotateCertificates: false
 serverTLSBootstrap: false
-`, n.IP, n.pki.CA(), n.Cgroup, filepath.Join(n.Dir, "resolv.conf"))
+%s`, n.IP, n.pki.CA(), n.Cgroup, filepath.Join(n.Dir, "resolv.conf"), backOff)
 }
 
 // kubeProxyConfig is the node's KubeProxyConfiguration: iptables mode, its

@@ -228,10 +228,11 @@ func (s *State) Tick(now time.Time) Beat {
 			delete(s.sent, seq)
 		}
 	}
-	b := Beat{From: s.Self, Incarnation: s.incarnation(), Eligible: s.eligible, Owning: s.Owning(now), Released: s.released}
 	if s.Preferred(now) != s.Self {
-		return b
+		s.abandon()
+		return Beat{From: s.Self, Incarnation: s.incarnation(), Eligible: s.eligible, Owning: s.Owning(now), Released: s.released}
 	}
+	b := Beat{From: s.Self, Incarnation: s.incarnation(), Eligible: s.eligible, Owning: s.Owning(now), Released: s.released}
 	s.seq++
 	b.Request = s.seq
 	r := &sentRequest{at: now, grants: map[string]bool{}}
@@ -282,6 +283,18 @@ func (s *State) count(r *sentRequest, from string) {
 		if d := r.at.Add(s.Window); d.After(s.deadline) {
 			s.deadline = d
 		}
+	}
+}
+
+// abandon gives up the requests of a candidacy that won no quorum, once
+// this node prefers another: it answers for nothing, so the voters that
+// granted it (itself included) may grant the preferred node at once
+// rather than a window later. Without it, two nodes that asked at once
+// (one became eligible just as the other started a takeover) would each
+// hold their own vote for a window.
+func (s *State) abandon() {
+	if s.deadline.IsZero() && len(s.sent) > 0 {
+		s.Release()
 	}
 }
 

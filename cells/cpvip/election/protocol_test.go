@@ -354,3 +354,35 @@ func TestFlappingOwnerMovesOnce(t *testing.T) {
 		t.Fatalf("%d moves in a minute of flapping (owners %v), want 1", m, x.owners)
 	}
 }
+
+// The owner is cut off while the only other eligible node takes over, and
+// a node ranked above it becomes eligible somewhere in the middle (its
+// etcd member caught up after an earlier fault). Whoever wins, the
+// takeover must not wait an extra window because two nodes each voted
+// for themselves: it is over within the time to notice the owner is gone
+// and one window.
+func TestLateEligibleDuringTakeover(t *testing.T) {
+	for off := time.Duration(0); off <= 700*time.Millisecond; off += 10 * time.Millisecond {
+		x := newSim(t, 7, "cp1", "cp2", "cp3")
+		x.nodes["cp1"].eligible = false
+		x.run(2 * time.Second)
+		if o := x.owner(); o != "cp2" {
+			t.Fatalf("owner %q, want cp2, the first eligible node", o)
+		}
+		x.nodes["cp2"].cut = true
+		start := x.now
+		for x.now.Sub(start) < 3*time.Second {
+			if x.now.Sub(start) == off {
+				x.nodes["cp1"].eligible = true
+			}
+			x.run(simStep)
+			if o := x.owner(); o != "" && o != "cp2" {
+				break
+			}
+		}
+		took := x.now.Sub(start)
+		if took >= x.rules.Live+x.rules.Window {
+			t.Errorf("cp1 eligible %s after the cut: %q took over after %s, want < %s", off, x.owner(), took, x.rules.Live+x.rules.Window)
+		}
+	}
+}

@@ -19,27 +19,23 @@ type fault struct {
 	name string
 	do   func(n *realcluster.Node) error
 	undo func(n *realcluster.Node) error
-	// maxTrials caps trials() (0: no cap).
-	maxTrials int
 }
 
 var faults = []fault{
 	{"kill -9 of the owner's kube-apiserver",
 		func(n *realcluster.Node) error { return cl.KillAPIServer(n) },
-		func(n *realcluster.Node) error { return cl.StartAPIServer(n) }, 0},
+		func(n *realcluster.Node) error { return cl.StartAPIServer(n) }},
 	{"kill -9 of the owner's agent",
 		func(n *realcluster.Node) error { return killAgent(n) },
-		// The kubelet restarts the static Pod's container, after a
-		// back-off that doubles with every restart (10 s, 20 s, 40 s, ...
-		// per node): more trials would wait minutes for it. test/cpvip
-		// (make bench-cpvip) restarts the agent at once, 20 times.
-		func(*realcluster.Node) error { return nil }, 4},
+		// The kubelet restarts the static Pod's container, after at
+		// most a second here (Options.MaxRestartPeriod in TestMain).
+		func(*realcluster.Node) error { return nil }},
 	{"freezing the owner's node (SIGSTOP of every process)",
 		func(n *realcluster.Node) error { return n.Signal(syscall.SIGSTOP) },
-		func(n *realcluster.Node) error { return n.Signal(syscall.SIGCONT) }, 0},
+		func(n *realcluster.Node) error { return n.Signal(syscall.SIGCONT) }},
 	{"cutting the owner's link",
 		func(n *realcluster.Node) error { return cl.Cut(n) },
-		func(n *realcluster.Node) error { return cl.Heal(n) }, 0},
+		func(n *realcluster.Node) error { return cl.Heal(n) }},
 }
 
 // trials is how many times each fault is tried (HERALD_CPVIP_TRIALS).
@@ -65,11 +61,7 @@ func TestFailover(t *testing.T) {
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
 			var gaps, apiGaps []time.Duration
-			n := trials()
-			if f.maxTrials > 0 {
-				n = min(n, f.maxTrials)
-			}
-			for i := range n {
+			for i := range trials() {
 				gap, apiGap := failoverTrial(t, f, i)
 				gaps, apiGaps = append(gaps, gap), append(apiGaps, apiGap)
 				if t.Failed() {

@@ -72,6 +72,9 @@ func setup(dir string) error {
 	cl, err = realcluster.Up(ctx, dir, realcluster.Options{
 		Images: []string{herald.Path, pause.Path}, SandboxImage: images.PauseRef, Log: logf,
 		HA: &realcluster.HA{NodeFiles: files},
+		// TestFailover kills the static Pod's agent 20 times over: the
+		// kubelet's default back-off would wait minutes by the tenth.
+		MaxRestartPeriod: time.Second,
 	})
 	return err
 }
