@@ -33,6 +33,9 @@ const ResponderPinDir = "herald-control-plane"
 
 var Cell = cell.Group(
 	cell.Config(cpvipconfig.Defaults),
+	// The configuration checked once, for every cell of the mode: a bad
+	// option stops the agent at start with an error that names it.
+	cell.Provide(cpvipconfig.Config.Parse),
 	cell.Provide(needsDevices, newLogRecorder),
 	// What the election decides, for the responder.
 	cell.Provide(

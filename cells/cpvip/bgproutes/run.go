@@ -15,7 +15,7 @@ import (
 type params struct {
 	cell.In
 
-	Config    cpvipconfig.Config
+	Parsed    cpvipconfig.Parsed
 	Log       *slog.Logger
 	DB        *statedb.DB
 	Jobs      job.Group
@@ -25,10 +25,7 @@ type params struct {
 }
 
 func register(p params) error {
-	cfg, err := p.Config.Parse()
-	if err != nil {
-		return err
-	}
+	cfg := p.Parsed
 	wtxn := p.DB.WriteTxn(p.Instances, p.Routes)
 	instDone := p.Instances.RegisterInitializer(wtxn, "control-plane-bgp")
 	routesDone := p.Routes.RegisterInitializer(wtxn, "control-plane-bgp")
@@ -43,7 +40,7 @@ func register(p params) error {
 	instDone(wtxn)
 	wtxn.Commit()
 	p.Log.Info("Advertising the control-plane VIPs over BGP from the owner", "local-asn", cfg.BGP.LocalASN,
-		"router-id", cfg.BGP.RouterID, "peers", p.Config.BGPPeers)
+		"router-id", cfg.BGP.RouterID, "peers", cfg.BGP.Peers)
 	p.Jobs.Add(job.OneShot("routes", func(ctx context.Context, _ cell.Health) error {
 		return follow(ctx, p, cfg.BGP, routesDone)
 	}))

@@ -285,3 +285,6 @@ func (c Config) Secret() ([]byte, error) {
 	}
 	return []byte(strings.TrimSpace(string(b))), nil
 }
+
+// String is the peer as bgp-peers gives it: address=asn.
+func (p BGPPeer) String() string { return fmt.Sprintf("%s=%d", p.Addr, p.ASN) }

@@ -28,6 +28,7 @@ type params struct {
 	cell.In
 
 	Config    cpvipconfig.Config
+	Parsed    cpvipconfig.Parsed
 	Log       *slog.Logger
 	DB        *statedb.DB
 	Jobs      job.Group
@@ -71,14 +72,11 @@ type runner struct {
 }
 
 func registerElection(p params) error {
-	cfg, err := p.Config.Parse()
-	if err != nil {
-		return err
-	}
 	secret, err := p.Config.Secret()
 	if err != nil {
 		return err
 	}
+	cfg := p.Parsed
 	r := &runner{params: p, cfg: cfg, secret: secret, m: newMetrics(), mismatched: map[string]string{}}
 	for _, v := range cfg.VIPs {
 		r.vips = append(r.vips, v.String())
