@@ -56,7 +56,8 @@ type ControlPlaneMember struct {
 	Present  bool   `json:"present"` // heard within the presence window
 	Eligible bool   `json:"eligible"`
 	Owning   bool   `json:"owning"`
-	// LastHeard is when its last beat arrived (zero: never).
+	// LastHeard is when its last beat arrived (zero: never); while it is
+	// present, refreshed once a second only.
 	LastHeard time.Time `json:"lastHeard"`
 	// Mismatch, when set, says how its configuration differs: it takes no
 	// part in this node's election.

@@ -25,7 +25,7 @@ func (r *runner) publish(now time.Time) {
 				row.Addr = q.Addr.String()
 			}
 		}
-		if old, _, ok := r.Members.Get(wtxn, tables.ControlPlaneMemberNodeIndex.Query(p.Name)); !ok || *old != *row {
+		if old, _, ok := r.Members.Get(wtxn, tables.ControlPlaneMemberNodeIndex.Query(p.Name)); !ok || memberChanged(old, row) {
 			_, _, _ = r.Members.Insert(wtxn, row)
 		}
 	}
@@ -46,6 +46,19 @@ func (r *runner) publish(now time.Time) {
 		r.Log.Info("Control-plane VIP", "state", why)
 		r.lastWhy = why
 	}
+}
+
+// lastHeardEvery is how often a present member's LastHeard is refreshed:
+// beats arrive every 50 ms, and a row rewritten that often would wake
+// every watcher of the table for nothing.
+const lastHeardEvery = time.Second
+
+// memberChanged reports whether row says more than old: anything but
+// LastHeard, or LastHeard a second later.
+func memberChanged(old, row *tables.ControlPlaneMember) bool {
+	o, n := *old, *row
+	o.LastHeard, n.LastHeard = time.Time{}, time.Time{}
+	return o != n || row.LastHeard.Sub(old.LastHeard) >= lastHeardEvery
 }
 
 // why says, in words, why this node answers for the VIPs or not.
