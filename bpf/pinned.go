@@ -24,6 +24,16 @@ type Pinned struct {
 	Conflicts []Conflict
 }
 
+// ResponderInfo is what an agent's herald/responder shell command prints
+// (JSON): whether it runs a responder, and where its maps are pinned.
+// herald-dbg bpf responder reads them there: the agent's are under
+// <bpf-root>/herald, the control-plane VIP agent's under
+// <bpf-root>/herald-control-plane.
+type ResponderInfo struct {
+	Enabled bool   `json:"enabled"`
+	PinDir  string `json:"pinDir"`
+}
+
 // ReadPinned reads the maps pinned in pinDir (<bpf-root>/herald) without
 // loading anything: for herald-dbg, beside a running agent.
 func ReadPinned(pinDir string) (*Pinned, error) {

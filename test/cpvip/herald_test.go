@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -149,6 +150,21 @@ func checkWhy(t *testing.T, cp *ControlPlane) {
 		}
 		if !strings.Contains(string(out), want) {
 			t.Errorf("%s's herald-dbg statedb control-plane-vip does not say %q:\n%s", n.Name, want, out)
+		}
+		// This mode's responder maps, not the DaemonSet agent's: the
+		// owner's list the VIPs, the others' do not.
+		out, err = n.Dbg("bpf", "responder")
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", n.Name, err, out)
+		}
+		for _, vip := range []string{VIP.String(), VIP6.String()} {
+			listed := slices.ContainsFunc(strings.Split(string(out), "\n"), func(l string) bool {
+				f := strings.Fields(l)
+				return len(f) > 0 && f[0] == vip
+			})
+			if listed != (n == owner) {
+				t.Errorf("%s's herald-dbg bpf responder lists %s: %v, owner %s:\n%s", n.Name, vip, listed, owner.Name, out)
+			}
 		}
 	}
 }

@@ -7,6 +7,9 @@
 //	herald/tables                        the names of the tables
 //	herald/config                        the effective configuration, as JSON
 //
+// and the commands other cells register (herald/responder: the L2
+// responder's pins, for `herald-dbg bpf responder`).
+//
 // Reads: every table; the effective configuration.
 // Writes: nothing.
 package dbgshell

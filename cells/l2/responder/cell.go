@@ -61,6 +61,7 @@ func NewCell(pin string) cell.Cell {
 
 		cell.Config(defaultConfig),
 		cell.ProvidePrivate(func() pinDir { return pinDir(pin) }),
+		cell.Provide(shellCommand),
 		cell.Invoke(registerResponder),
 	)
 }

@@ -1,9 +1,9 @@
 package cmd
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -17,16 +17,19 @@ func bpfCmd() *cobra.Command {
 		Use:   "responder",
 		Short: "Entries of the responder maps (ARP for IPv4, neighbour discovery for IPv6) with their responses_sent counters, and whether it answers",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := fetchConfig(cmd.Context())
+			out, err := agentExec(cmd.Context(), "herald/responder")
 			if err != nil {
+				return fmt.Errorf("asking the agent at %s where its responder is: %w", socket, err)
+			}
+			var info bpf.ResponderInfo
+			if err := json.Unmarshal(out, &info); err != nil {
 				return err
 			}
-			if cfg["enable-l2-announcements"] != "true" {
+			if !info.Enabled {
 				fmt.Println("L2 announcements are off on this agent: no responder is loaded.")
 				return nil
 			}
-			pins := filepath.Join(cfg["bpf-root"], "herald")
-			p, err := bpf.ReadPinned(pins)
+			p, err := bpf.ReadPinned(info.PinDir)
 			if err != nil {
 				return err
 			}
@@ -36,7 +39,7 @@ func bpfCmd() *cobra.Command {
 			case p.AnswersFor > 0:
 				fmt.Printf("Heartbeat: answering for %.1fs more without a new heartbeat.\n", p.AnswersFor.Seconds())
 			default:
-				fmt.Printf("Heartbeat: expired %.1fs ago, the responder is silent (Leases not renewed).\n", -p.AnswersFor.Seconds())
+				fmt.Printf("Heartbeat: expired %.1fs ago, the responder is silent (its deadline was not renewed).\n", -p.AnswersFor.Seconds())
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 3, ' ', 0)
 			fmt.Fprintln(tw, "IP\tIFINDEX\tMAC\tANSWERS\tRESPONSES_SENT")
