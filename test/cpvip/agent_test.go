@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/heraldlb/herald/test/netlab"
+	"github.com/heraldlb/herald/test/pki"
 )
 
 // TestAgentArgv pins the agent's command line: the contract of
@@ -15,7 +16,7 @@ func TestAgentArgv(t *testing.T) {
 	cp := &ControlPlane{
 		opts:           Options{AgentBin: "/bin/herald-agent", AgentArgs: []string{"--log-level=debug"}},
 		PeerSecretFile: "/w/peer-secret",
-		pki:            &pki{dir: "/w/pki"},
+		pki:            pki.Dir("/w/pki"),
 	}
 	for i, name := range NodeNames {
 		ip := netip.AddrFrom4([4]byte{198, 18, 40, byte(11 + i)})

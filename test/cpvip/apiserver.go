@@ -28,7 +28,7 @@ func (cp *ControlPlane) apiserverArgv(n *CPNode) []string {
 		"--tls-private-key-file=" + k.Key("apiserver-"+n.Name),
 		"--client-ca-file=" + k.CA(),
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file=" + k.path("sa.pub"),
+		"--service-account-key-file=" + k.Path("sa.pub"),
 		"--service-account-signing-key-file=" + k.Key("sa"),
 		"--authorization-mode=RBAC",
 		"--anonymous-auth=true",
@@ -52,11 +52,11 @@ func (n *CPNode) Readyz(ctx context.Context) error {
 // from the client's namespace: what VIP traffic to this node meets.
 func (n *CPNode) ReadyzAt(ctx context.Context) error {
 	url := fmt.Sprintf("https://%s:%d/readyz", n.Host.IP, APIServerPort)
-	return readyz(ctx, httpClientIn(n.cp.Client.Netns, n.cp.pki.CAPool, 2*time.Second), url)
+	return readyz(ctx, httpClientIn(n.cp.Client.Netns, n.cp.caPool, 2*time.Second), url)
 }
 
 func (n *CPNode) readyz(ctx context.Context, url string) error {
-	return readyz(ctx, httpClientIn(n.Host.Netns, n.cp.pki.CAPool, 2*time.Second), url)
+	return readyz(ctx, httpClientIn(n.Host.Netns, n.cp.caPool, 2*time.Second), url)
 }
 
 func readyz(ctx context.Context, c *http.Client, url string) error {

@@ -4,23 +4,34 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"github.com/heraldlb/herald/test/pki"
 )
 
 // writeConfig writes the certificates, the kubeconfigs and the agents'
 // peer secret.
 func (cp *ControlPlane) writeConfig() error {
+	cp.pki = pki.Dir(filepath.Join(cp.Dir, "pki"))
+	if err := cp.pki.EnsureCA("herald-cpvip-ca"); err != nil {
+		return err
+	}
+	if err := cp.pki.EnsureClient("admin", "herald-cpvip-admin", "system:masters"); err != nil {
+		return err
+	}
 	var err error
-	if cp.pki, err = newPKI(filepath.Join(cp.Dir, "pki")); err != nil {
+	if cp.caPool, err = cp.pki.CAPool(); err != nil {
 		return err
 	}
 	for _, n := range cp.Nodes {
-		if err := cp.pki.serving(n.Name, n.Host.IP); err != nil {
+		// Its LAN address, both VIPs, loopback and the in-cluster names.
+		ips := []net.IP{net.IP(n.Host.IP.AsSlice()), net.IP(VIP.AsSlice()), net.IP(VIP6.AsSlice()),
+			net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.IP(serviceCIDR.Addr().Next().AsSlice())}
+		names := []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
+		if err := cp.pki.EnsureServing("apiserver-"+n.Name, names, ips); err != nil {
 			return err
 		}
 		n.Kubeconfig = filepath.Join(n.Dir, "admin.kubeconfig")
@@ -48,15 +59,7 @@ func (cp *ControlPlane) writeConfig() error {
 // system:masters) for the API server at https://<server>:6443: a VIP, a
 // node's LAN address, or loopback for a client inside a node's namespace.
 func (cp *ControlPlane) WriteKubeconfig(path string, server netip.Addr) error {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["cpvip"] = &clientcmdapi.Cluster{
-		Server:               "https://" + netip.AddrPortFrom(server, APIServerPort).String(),
-		CertificateAuthority: cp.pki.CA(),
-	}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificate: cp.pki.Cert("admin"), ClientKey: cp.pki.Key("admin")}
-	cfg.Contexts["cpvip"] = &clientcmdapi.Context{Cluster: "cpvip", AuthInfo: "admin"}
-	cfg.CurrentContext = "cpvip"
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+	if err := cp.pki.WriteKubeconfig(path, "https://"+netip.AddrPortFrom(server, APIServerPort).String(), "admin"); err != nil {
 		return fmt.Errorf("writing kubeconfig %s: %w", path, err)
 	}
 	return nil

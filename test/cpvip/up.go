@@ -2,6 +2,7 @@ package cpvip
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,6 +17,7 @@ import (
 	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/cluster"
 	"github.com/heraldlb/herald/test/netlab"
+	"github.com/heraldlb/herald/test/pki"
 	"github.com/heraldlb/herald/test/suite"
 )
 
@@ -56,7 +58,8 @@ type ControlPlane struct {
 	KeepLogs bool
 
 	opts         Options
-	pki          *pki
+	pki          pki.Dir
+	caPool       *x509.CertPool // the CA, for clients of the API servers
 	etcdBin      string
 	apiserverBin string
 

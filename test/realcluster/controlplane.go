@@ -69,7 +69,7 @@ func (c controlPlane) apiserverArgv(bind string, advertise netip.Addr, etcd stri
 		// their addresses.
 		"--kubelet-preferred-address-types=InternalIP",
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file=" + k.path("sa.pub"),
+		"--service-account-key-file=" + k.Path("sa.pub"),
 		"--service-account-signing-key-file=" + k.Key("sa"),
 		// Node: each kubelet may touch only its own Node and Pods;
 		// RBAC: the chart's roles are what the agents get.

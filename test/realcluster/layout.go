@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+
+	"github.com/heraldlb/herald/test/pki"
 )
 
 // Addresses and names of the cluster. Everything is in 198.18.0.0/15 and
@@ -50,7 +52,7 @@ func NodeNames(n int) []string {
 // paths of a cluster directory.
 type paths struct{ dir string }
 
-func (p paths) pki() pki                      { return pki{dir: filepath.Join(p.dir, "pki")} }
+func (p paths) pki() pki.Dir                  { return pki.Dir(filepath.Join(p.dir, "pki")) }
 func (p paths) controlPlane() string          { return filepath.Join(p.dir, "control-plane") }
 func (p paths) node(name string) string       { return filepath.Join(p.dir, "nodes", name) }
 func (p paths) state() string                 { return filepath.Join(p.dir, "state.json") }

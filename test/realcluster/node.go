@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldlb/herald/test/pki"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -44,7 +45,7 @@ type Node struct {
 
 	bin    binaries
 	server string
-	pki    pki
+	pki    pki.Dir
 }
 
 // nodePaths are the host paths a node has of its own.
