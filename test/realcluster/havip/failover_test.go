@@ -80,23 +80,14 @@ func TestFailover(t *testing.T) {
 func failoverTrial(t *testing.T, f fault, i int) (time.Duration, time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	waitSettled(t, ctx)
-	w, err := cpvip.WatchVIPFrom(ctx, cl.ClientHost, realcluster.ControlPlaneVIP, cpvip.WatchEvery)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, owner := watchOwner(t, ctx, cpvip.WatchEvery)
+	ownerMAC := w.Current()
 	api, err := cpvip.StartAPILoop(ctx, cl.ClientHost.Netns, cl.Kubeconfig, cpvip.APIEvery, cpvip.APITimeout)
 	if err != nil {
+		w.Stop()
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	ownerMAC := w.Current()
-	owner := nodeByMAC(ownerMAC)
-	if owner == nil {
-		w.Stop()
-		api.Stop()
-		t.Fatalf("trial %d: the VIP is answered by %q, no control-plane node", i, ownerMAC)
-	}
 	at := time.Now()
 	if err := f.do(owner); err != nil {
 		t.Fatal(err)
@@ -121,6 +112,25 @@ func failoverTrial(t *testing.T, f fault, i int) (time.Duration, time.Duration) 
 	t.Logf("trial %d: %s → %s in %s; kubectl get nodes: %d failed, longest without an answer %s",
 		i, owner.Name, name(rec.OwnerAt(time.Now())), gap.Round(time.Millisecond), apiRec.Failed(), apiRec.LongestWithoutAnswer().Round(time.Millisecond))
 	return gap, apiRec.LongestWithoutAnswer()
+}
+
+// watchOwner waits until the control plane is settled, then watches the
+// VIP from the client host every interval and returns the watch and the
+// node that answers it.
+func watchOwner(t *testing.T, ctx context.Context, every time.Duration) (*cpvip.VIPWatch, *realcluster.Node) {
+	t.Helper()
+	waitSettled(t, ctx)
+	w, err := cpvip.WatchVIPFrom(ctx, cl.ClientHost, realcluster.ControlPlaneVIP, every)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	owner := nodeByMAC(w.Current())
+	if owner == nil {
+		w.Stop()
+		t.Fatalf("the VIP is answered by %q, no control-plane node", w.Current())
+	}
+	return w, owner
 }
 
 // waitSettled waits until every API server is ready and every node's
@@ -177,16 +187,7 @@ func quantile(d []time.Duration, q float64) time.Duration {
 func TestNoFlapping(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	waitSettled(t, ctx)
-	w, err := cpvip.WatchVIPFrom(ctx, cl.ClientHost, realcluster.ControlPlaneVIP, 20*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond)
-	owner := nodeByMAC(w.Current())
-	if owner == nil {
-		t.Fatalf("the VIP is answered by %q", w.Current())
-	}
+	w, owner := watchOwner(t, ctx, 20*time.Millisecond)
 	fctx, fcancel := context.WithTimeout(ctx, time.Minute)
 	defer fcancel()
 	blocks, err := cpvip.FlapReadyz(fctx, owner.Netns, 300*time.Millisecond)

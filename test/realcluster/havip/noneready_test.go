@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldlb/herald/test/cpvip"
 	"github.com/heraldlb/herald/test/realcluster"
 )
 
@@ -15,18 +14,8 @@ import (
 func TestNoAPIServerReadyKeepsLastOwner(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	waitSettled(t, ctx)
-	w, err := cpvip.WatchVIPFrom(ctx, cl.ClientHost, realcluster.ControlPlaneVIP, 20*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond)
+	w, owner := watchOwner(t, ctx, 20*time.Millisecond)
 	ownerMAC := w.Current()
-	owner := nodeByMAC(ownerMAC)
-	if owner == nil {
-		w.Stop()
-		t.Fatalf("the VIP is answered by %q", ownerMAC)
-	}
 	defer func() {
 		for _, n := range cl.ControlPlaneNodes() {
 			_ = cl.StartAPIServer(n)
