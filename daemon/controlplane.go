@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/statedb"
 	"github.com/spf13/cobra"
 
+	"github.com/heraldlb/herald/cells/bgp/bfd"
 	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
 	"github.com/heraldlb/herald/cells/bgp/speaker"
 	"github.com/heraldlb/herald/cells/cpvip"
@@ -22,7 +23,6 @@ import (
 	"github.com/heraldlb/herald/cells/ground/pprof"
 	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/cells/l2/responder"
-	"github.com/heraldlb/herald/tables"
 )
 
 // ControlPlaneCells are the control-plane VIP mode's: the ground floor
@@ -54,13 +54,14 @@ var ControlPlaneCells = []cell.Cell{
 	// the control-plane nodes.
 	cpvip.Cell,
 	// The BGP feature's speaker (GoBGP), with bgp-local-asn: the owner's
-	// VIPs to the routers of bgp-peers. No BFD here: an empty bgp-bfd.
+	// VIPs to the routers of bgp-peers; and its BFD sessions, with
+	// bgp-bfd-interval, which reset a router's session when they fail.
 	speaker.Cell,
+	bfd.Cell,
 	cell.Provide(
 		func(c cpvipconfig.Config) bgpconfig.Config {
 			return bgpconfig.Config{EnableBGPControlPlane: c.BGPLocalASN != 0}
 		},
-		tables.NewBGPBFDSessionsTable, statedb.RWTable[*tables.BGPBFDSession].ToTable,
 	),
 	health.Started,
 }

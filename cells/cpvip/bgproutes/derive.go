@@ -34,7 +34,7 @@ func instance(b *cpvipconfig.BGP, vips []netip.Addr) *tables.BGPInstance {
 		inst.Peers = append(inst.Peers, tables.BGPPeer{
 			Name: peerName(p), Address: p.Addr, ASN: p.ASN,
 			PeerPort: 179, ConnectRetrySeconds: 5, HoldTimeSeconds: hold, KeepAliveSeconds: max(hold/3, 1),
-			Families: families,
+			Families: families, BFD: b.BFD,
 		})
 	}
 	return inst

@@ -23,6 +23,14 @@ func TestInstanceAndRoutes(t *testing.T) {
 	if f := instance(b, []netip.Addr{vip4}).Peers[0].Families; !slices.Equal(f, []string{"ipv4-unicast"}) {
 		t.Fatalf("IPv4 VIPs only: families %v", f)
 	}
+	if inst.Peers[0].BFD != nil {
+		t.Fatalf("BFD %+v without bgp-bfd-interval", inst.Peers[0].BFD)
+	}
+	b.BFD = &tables.BGPBFD{ReceiveIntervalMs: 100, TransmitIntervalMs: 100, DetectMultiplier: 3}
+	if got := instance(b, []netip.Addr{vip4}).Peers[0].BFD; got == nil || *got != *b.BFD {
+		t.Fatalf("BFD %+v, want %+v", got, b.BFD)
+	}
+	b.BFD = nil
 
 	entries := []*tables.L2AnnounceEntry{{IP: vip4}, {IP: vip6}}
 	var got []string

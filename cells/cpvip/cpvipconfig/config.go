@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/heraldlb/herald/tables"
 )
 
 // Config of the control-plane VIP mode.
@@ -48,6 +50,10 @@ type Config struct {
 	BGPPeers    []string      // bgp-peers: address=asn
 	BGPRouterID string        // bgp-router-id
 	BGPHoldTime time.Duration // bgp-hold-time
+	// BFD on the BGP sessions, optional: a router drops a frozen or
+	// cut-off owner's routes after the detection time, not the hold time.
+	BGPBFDInterval         time.Duration // bgp-bfd-interval; 0: no BFD
+	BGPBFDDetectMultiplier int           // bgp-bfd-detect-multiplier
 
 	// SysctlDir is where the host's /proc/sys is: a container mounts the
 	// host's /proc/sys/net somewhere writable (arp_ignore, see
@@ -66,6 +72,7 @@ var Defaults = Config{
 	FenceWindow:            300 * time.Millisecond,
 	SysctlDir:              "/proc/sys",
 	BGPHoldTime:            9 * time.Second,
+	BGPBFDDetectMultiplier: 3,
 }
 
 func (def Config) Flags(flags *pflag.FlagSet) {
@@ -84,6 +91,8 @@ func (def Config) Flags(flags *pflag.FlagSet) {
 	flags.StringSlice("bgp-peers", def.BGPPeers, "The routers the owner advertises the VIPs to, as address=asn")
 	flags.String("bgp-router-id", def.BGPRouterID, "BGP router ID; empty: this node's IPv4 address in --peers")
 	flags.Duration("bgp-hold-time", def.BGPHoldTime, "BGP hold time offered to the routers (the keepalive is a third of it): how long a router keeps a frozen or cut-off owner's routes")
+	flags.Duration("bgp-bfd-interval", def.BGPBFDInterval, "Run BFD on the BGP sessions, sending and expecting a packet at this interval (e.g. 100ms); 0: no BFD. The routers must run BFD with these nodes too")
+	flags.Int("bgp-bfd-detect-multiplier", def.BGPBFDDetectMultiplier, "BFD packets missed in a row after which a session is down: the router drops a frozen or cut-off owner's routes after interval × multiplier")
 	flags.String("sysctl-dir", def.SysctlDir, "Where the host's /proc/sys is, writable (a container mounts the host's /proc/sys/net below it): the agent sets arp_ignore there")
 	flags.Duration("fence-window", def.FenceWindow, "How long one election round lets the owner answer: a frozen or cut-off owner falls silent within it, and a new owner waits it out")
 }
@@ -114,6 +123,8 @@ type BGP struct {
 	RouterID netip.Addr
 	Peers    []BGPPeer
 	HoldTime time.Duration
+	// BFD is every session's BFD, nil: none.
+	BFD *tables.BGPBFD
 }
 
 // BGPPeer is one router.
@@ -194,8 +205,11 @@ func (c Config) Parse() (Parsed, error) {
 // parseBGP checks the BGP options; nil without bgp-local-asn.
 func (c Config) parseBGP(self netip.Addr) (*BGP, error) {
 	if c.BGPLocalASN == 0 {
-		if len(c.BGPPeers) > 0 {
+		switch {
+		case len(c.BGPPeers) > 0:
 			return nil, fmt.Errorf("bgp-peers: set, but bgp-local-asn is not")
+		case c.BGPBFDInterval != 0:
+			return nil, fmt.Errorf("bgp-bfd-interval: set, but bgp-local-asn is not")
 		}
 		return nil, nil
 	}
@@ -218,6 +232,11 @@ func (c Config) parseBGP(self netip.Addr) (*BGP, error) {
 		}
 		b.Peers = append(b.Peers, BGPPeer{Addr: a.Unmap(), ASN: n})
 	}
+	bfd, err := c.parseBFD()
+	if err != nil {
+		return nil, err
+	}
+	b.BFD = bfd
 	switch {
 	case c.BGPRouterID != "":
 		id, err := netip.ParseAddr(c.BGPRouterID)
@@ -231,6 +250,22 @@ func (c Config) parseBGP(self netip.Addr) (*BGP, error) {
 		return nil, fmt.Errorf("bgp-router-id: needed, this node's address in peers (%s) is no IPv4 address", self)
 	}
 	return b, nil
+}
+
+// parseBFD checks the BFD settings within the bounds Cilium's spec.bfd
+// has (10 ms to 60 s, a multiplier of 1 to 255).
+func (c Config) parseBFD() (*tables.BGPBFD, error) {
+	if c.BGPBFDInterval == 0 {
+		return nil, nil
+	}
+	if c.BGPBFDInterval < 10*time.Millisecond || c.BGPBFDInterval > time.Minute || c.BGPBFDInterval%time.Millisecond != 0 {
+		return nil, fmt.Errorf("bgp-bfd-interval: %s is not whole milliseconds from 10ms to 1m", c.BGPBFDInterval)
+	}
+	if c.BGPBFDDetectMultiplier < 1 || c.BGPBFDDetectMultiplier > 255 {
+		return nil, fmt.Errorf("bgp-bfd-detect-multiplier: %d is outside 1-255", c.BGPBFDDetectMultiplier)
+	}
+	ms := int32(c.BGPBFDInterval / time.Millisecond)
+	return &tables.BGPBFD{ReceiveIntervalMs: ms, TransmitIntervalMs: ms, DetectMultiplier: int32(c.BGPBFDDetectMultiplier)}, nil
 }
 
 func (c Config) checkReadyz() error {

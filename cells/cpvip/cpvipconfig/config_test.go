@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heraldlb/herald/tables"
 )
 
 func valid() Config {
@@ -28,6 +30,10 @@ func TestParse(t *testing.T) {
 	c.BGPLocalASN, c.BGPPeers = 65010, []string{"198.18.40.254=65000"}
 	if q, err := c.Parse(); err != nil || q.BGP == nil || q.BGP.RouterID.String() != "198.18.40.12" || q.BGP.Peers[0].ASN != 65000 {
 		t.Fatalf("BGP: %+v, %v", q.BGP, err)
+	}
+	c.BGPBFDInterval = 100 * time.Millisecond
+	if q, err := c.Parse(); err != nil || q.BGP.BFD == nil || *q.BGP.BFD != (tables.BGPBFD{ReceiveIntervalMs: 100, TransmitIntervalMs: 100, DetectMultiplier: 3}) {
+		t.Fatalf("BFD: %+v, %v", q.BGP, err)
 	}
 	other := valid()
 	other.VIPs = []string{"198.18.40.100"}
@@ -63,6 +69,13 @@ func TestParseRefuses(t *testing.T) {
 		{"BGP hold time", func(c *Config) {
 			c.BGPLocalASN, c.BGPPeers, c.BGPHoldTime = 65010, []string{"198.18.40.254=65000"}, time.Second
 		}, "bgp-hold-time"},
+		{"BFD without BGP", func(c *Config) { c.BGPBFDInterval = 100 * time.Millisecond }, "bgp-bfd-interval: set, but bgp-local-asn is not"},
+		{"BFD interval too short", func(c *Config) {
+			c.BGPLocalASN, c.BGPPeers, c.BGPBFDInterval = 65010, []string{"198.18.40.254=65000"}, 5*time.Millisecond
+		}, "bgp-bfd-interval: 5ms is not whole milliseconds from 10ms to 1m"},
+		{"BFD multiplier", func(c *Config) {
+			c.BGPLocalASN, c.BGPPeers, c.BGPBFDInterval, c.BGPBFDDetectMultiplier = 65010, []string{"198.18.40.254=65000"}, 100*time.Millisecond, 0
+		}, "bgp-bfd-detect-multiplier: 0 is outside 1-255"},
 		{"BGP router ID on an IPv6 node", func(c *Config) {
 			c.Peers = []string{"cp1=fd00::11", "cp2=fd00::12", "cp3=fd00::13"}
 			c.BGPLocalASN, c.BGPPeers = 65010, []string{"fd00::254=65000"}
