@@ -185,13 +185,31 @@ type BGPAdvertisement struct {
 
 // BGPAdvert is one entry of a CiliumBGPAdvertisement.
 type BGPAdvert struct {
-	Type          v2alpha1.BGPAdvertisementType    `json:"type"`
-	Addresses     []v2alpha1.BGPServiceAddressType `json:"addresses,omitempty"` // Service: LoadBalancerIP, ClusterIP, ExternalIP
-	Selector      *metav1.LabelSelector            `json:"selector,omitempty"`
-	SelectorError string                           `json:"selectorError,omitempty"`
-	Attributes    BGPAttributes                    `json:"attributes"`
+	Type      v2alpha1.BGPAdvertisementType    `json:"type"`
+	Addresses []v2alpha1.BGPServiceAddressType `json:"addresses,omitempty"` // Service: LoadBalancerIP, ClusterIP, ExternalIP
+	// AggregationLengthIPv4 and AggregationLengthIPv6 (Service) announce
+	// the addresses as the prefix of that length holding them; nil: each
+	// address alone.
+	AggregationLengthIPv4 *int16                `json:"aggregationLengthIPv4,omitempty"`
+	AggregationLengthIPv6 *int16                `json:"aggregationLengthIPv6,omitempty"`
+	Selector              *metav1.LabelSelector `json:"selector,omitempty"`
+	SelectorError         string                `json:"selectorError,omitempty"`
+	Attributes            BGPAttributes         `json:"attributes"`
 
 	sel labels.Selector // Selector parsed once (nil: parse on use)
+}
+
+// aggregation says how the entry aggregates ("IPv4 /24 IPv6 /120"), ""
+// when it does not.
+func (a BGPAdvert) aggregation() string {
+	var out []string
+	if l := a.AggregationLengthIPv4; l != nil {
+		out = append(out, fmt.Sprintf("IPv4 /%d", *l))
+	}
+	if l := a.AggregationLengthIPv6; l != nil {
+		out = append(out, fmt.Sprintf("IPv6 /%d", *l))
+	}
+	return strings.Join(out, " ")
 }
 
 // Selects matches the entry's selector against a Service's or a pool's
@@ -226,6 +244,9 @@ func (a *BGPAdvertisement) TableRow() []string {
 			var addrs []string
 			for _, a := range adv.Addresses {
 				addrs = append(addrs, string(a))
+			}
+			if agg := adv.aggregation(); agg != "" {
+				addrs = append(addrs, "aggregated "+agg)
 			}
 			s += "(" + strings.Join(addrs, ",") + ")"
 		}

@@ -123,6 +123,8 @@ func BGPAdvertisementFromK8s(a *v2alpha1.CiliumBGPAdvertisement) *BGPAdvertiseme
 			for _, t := range adv.Service.Addresses {
 				entry.Addresses = append(entry.Addresses, t)
 			}
+			entry.AggregationLengthIPv4 = clonePtr(adv.Service.AggregationLengthIPv4)
+			entry.AggregationLengthIPv6 = clonePtr(adv.Service.AggregationLengthIPv6)
 		}
 		if at := adv.Attributes; at != nil {
 			var std, wk, large []string
@@ -216,4 +218,14 @@ func (b *BGPBFD) check() []string {
 	}
 	slices.Sort(errs)
 	return errs
+}
+
+// clonePtr copies what p points to, so that a row shares nothing with the
+// object it was made of.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

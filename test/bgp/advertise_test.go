@@ -113,6 +113,46 @@ func TestIPv6LoadBalancerIP(t *testing.T) {
 	waitKernelECMP(t, hostPrefix(vip), nodes...)
 }
 
+// aggregationLengthIPv4/IPv6: Services in one /24 (/120) reach the router
+// as that one prefix, from every node, and not as their own /32s; the
+// prefix goes when the last of them does.
+func TestAggregation(t *testing.T) {
+	ensureAgents(t)
+	ns := newNamespace(t)
+	// Two addresses of one /24 of the pool, asked for by name.
+	aggregate := func(family corev1.IPFamily, ip string) func(*corev1.Service) {
+		return func(s *corev1.Service) {
+			singleStack(family)(s)
+			s.Labels[serviceLabel] = "aggregate"
+			if ip != "" {
+				s.Annotations = map[string]string{"lbipam.cilium.io/ips": ip}
+			}
+		}
+	}
+	createService(t, ns, "agg1", aggregate(corev1.IPv4Protocol, "198.18.59.201"))
+	createService(t, ns, "agg2", aggregate(corev1.IPv4Protocol, "198.18.59.202"))
+	createService(t, ns, "agg6", aggregate(corev1.IPv6Protocol, ""))
+	vip1, vip2, vip6 := waitVIP(t, ns, "agg1"), waitVIP(t, ns, "agg2"), waitVIP(t, ns, "agg6")
+	p4, p6 := netip.MustParsePrefix("198.18.59.0/24"), netip.PrefixFrom(vip6, 120).Masked()
+	waitAdvertisedBy(t, p4, nodes...)
+	waitAdvertisedBy(t, p6, nodes...)
+	for _, vip := range []netip.Addr{vip1, vip2, vip6} {
+		waitWithdrawn(t, hostPrefix(vip))
+	}
+
+	if err := kube.CoreV1().Services(ns).Delete(ctxT(t), "agg1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitAdvertisedBy(t, p4, nodes...) // agg2 still in it
+	for _, name := range []string{"agg2", "agg6"} {
+		if err := kube.CoreV1().Services(ns).Delete(ctxT(t), name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitWithdrawn(t, p4)
+	waitWithdrawn(t, p6)
+}
+
 // A Service that loses its selection (its label) is withdrawn; one of
 // another load balancer class is never advertised.
 func TestSelectionAndClass(t *testing.T) {

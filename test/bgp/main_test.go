@@ -19,7 +19,8 @@
 //   - the peer configs: one family each, advertisements labelled
 //     hbgp.test/advertise=lb, short timers and graceful restart;
 //   - CiliumBGPAdvertisement hbgp-lb: LoadBalancer IPs of Services
-//     labelled hbgp.test/bgp=yes.
+//     labelled hbgp.test/bgp=yes, and of those labelled
+//     hbgp.test/bgp=aggregate as their /24 or /120.
 //
 // Tests read what FRR learned (`show bgp ... json`) and its kernel routes,
 // and wait for outcomes with bounded polling; they never assert how long
@@ -250,6 +251,12 @@ func createSharedResources(ctx context.Context, env *suite.Env) error {
 			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{serviceLabel: "yes"}},
 			Attributes: &v2alpha1.BGPAttributes{Communities: &v2alpha1.BGPCommunities{
 				Standard: []v2alpha1.BGPStandardCommunity{"65001:100"}, Large: []v2alpha1.BGPLargeCommunity{"65001:1:2"}}},
+		}, {
+			// TestAggregation's Services: their /24 and /120.
+			AdvertisementType: v2alpha1.BGPServiceAdvert,
+			Service: &v2alpha1.BGPServiceOptions{Addresses: []v2alpha1.BGPServiceAddressType{v2alpha1.BGPLoadBalancerIPAddr},
+				AggregationLengthIPv4: ptrTo[int16](24), AggregationLengthIPv6: ptrTo[int16](120)},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{serviceLabel: "aggregate"}},
 		}}},
 	}
 	if _, err := c.CiliumBGPAdvertisements().Create(ctx, adv, metav1.CreateOptions{}); err != nil {

@@ -98,6 +98,8 @@ spec:
           - ClusterIP
           - ExternalIP
           - LoadBalancerIP
+        aggregationLengthIPv4: 24
+        aggregationLengthIPv6: 120
       selector:
         matchExpressions:
           - {key: somekey, operator: NotIn, values: ['never-used-value']}
@@ -501,6 +503,12 @@ var rejectedBGP = []struct {
 	{"advert-bad-address", "CiliumBGPAdvertisement", v2alpha1.BGPAdvertisementPlural,
 		`{advertisements: [{advertisementType: Service, service: {addresses: [NodeIP]}}]}`,
 		[]string{"spec.advertisements[0].service.addresses[0]", `Unsupported value: "NodeIP"`}},
+	{"advert-aggregation-ipv4-32", "CiliumBGPAdvertisement", v2alpha1.BGPAdvertisementPlural,
+		`{advertisements: [{advertisementType: Service, service: {addresses: [LoadBalancerIP], aggregationLengthIPv4: 32}}]}`,
+		[]string{"spec.advertisements[0].service.aggregationLengthIPv4", "less than or equal to 31"}},
+	{"advert-aggregation-ipv6-128", "CiliumBGPAdvertisement", v2alpha1.BGPAdvertisementPlural,
+		`{advertisements: [{advertisementType: Service, service: {addresses: [LoadBalancerIP], aggregationLengthIPv6: 128}}]}`,
+		[]string{"spec.advertisements[0].service.aggregationLengthIPv6", "less than or equal to 127"}},
 	{"advert-bad-standard-community", "CiliumBGPAdvertisement", v2alpha1.BGPAdvertisementPlural,
 		`{advertisements: [{advertisementType: PodCIDR, attributes: {communities: {standard: ["65536:1"]}}}]}`,
 		[]string{"spec.advertisements[0].attributes.communities.standard[0]", "should match"}},

@@ -121,6 +121,25 @@ type BGPServiceOptions struct {
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:MinItems=1
 	Addresses []BGPServiceAddressType `json:"addresses,omitempty"`
+
+	// AggregationLengthIPv4 announces the IPv4 addresses as the prefix of
+	// this length that holds them (one route for every Service address in
+	// it) rather than each as a /32. Not for the addresses of a Service
+	// with a Local traffic policy (external, or internal for ClusterIPs):
+	// those stay /32, announced only by the nodes with a ready endpoint.
+	//
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=31
+	// +kubebuilder:validation:Optional
+	AggregationLengthIPv4 *int16 `json:"aggregationLengthIPv4,omitempty"`
+
+	// AggregationLengthIPv6 is AggregationLengthIPv4 for IPv6 addresses
+	// (instead of /128).
+	//
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=127
+	// +kubebuilder:validation:Optional
+	AggregationLengthIPv6 *int16 `json:"aggregationLengthIPv6,omitempty"`
 }
 
 // BGPAttributes are path attributes set on announced routes.

@@ -280,7 +280,7 @@ func prefixesOf(in inputs, entry tables.BGPAdvert, ipv6 bool, withheld map[strin
 				// Unserved, a Local Service counts as if an endpoint ran
 				// here: it is withheld for having none anywhere.
 				for _, ip := range serviceAddresses(in, svc, kind, !served) {
-					p := netip.PrefixFrom(ip, ip.BitLen())
+					p := servicePrefix(entry, svc, kind, ip)
 					switch {
 					case !fits(p):
 					case !served:
@@ -293,6 +293,26 @@ func prefixesOf(in inputs, entry tables.BGPAdvert, ipv6 bool, withheld map[strin
 		}
 	}
 	return out
+}
+
+// servicePrefix is the prefix an entry announces a Service address as:
+// the address alone, or the prefix of the entry's aggregation length
+// holding it. A Service with a Local traffic policy (external; internal
+// for ClusterIPs) is never aggregated: only the nodes with a ready
+// endpoint announce its addresses, each alone, as Cilium does.
+func servicePrefix(entry tables.BGPAdvert, svc *tables.Service, kind v2alpha1.BGPServiceAddressType, ip netip.Addr) netip.Prefix {
+	policy := svc.ExternalTrafficPolicy
+	if kind == v2alpha1.BGPClusterIPAddr {
+		policy = svc.InternalTrafficPolicy
+	}
+	length := entry.AggregationLengthIPv4
+	if ip.Is6() {
+		length = entry.AggregationLengthIPv6
+	}
+	if length == nil || policy == string(corev1.ServiceExternalTrafficPolicyLocal) || int(*length) > ip.BitLen() || *length < 0 {
+		return netip.PrefixFrom(ip, ip.BitLen())
+	}
+	return netip.PrefixFrom(ip, int(*length)).Masked()
 }
 
 // serviceAddresses are a Service's addresses of one kind that this node

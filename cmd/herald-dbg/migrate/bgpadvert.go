@@ -47,8 +47,8 @@ func translateBGPAdvert(a BGPAdvertisement, aliases map[string]string) (*v2alpha
 	if len(s.IPAddressPoolSelectors) > 0 {
 		f.add("spec.ipAddressPoolSelectors", Approximate, target+" selector", poolReason)
 	}
-	aggregation(&f, "spec.aggregationLength", s.AggregationLength, 32)
-	aggregation(&f, "spec.aggregationLengthV6", s.AggregationLengthV6, 128)
+	ad.Service.AggregationLengthIPv4 = aggregation(&f, "spec.aggregationLength", s.AggregationLength, 32, target+" service.aggregationLengthIPv4")
+	ad.Service.AggregationLengthIPv6 = aggregation(&f, "spec.aggregationLengthV6", s.AggregationLengthV6, 128, target+" service.aggregationLengthIPv6")
 	if s.LocalPref != 0 {
 		ad.Attributes = &v2alpha1.BGPAttributes{LocalPreference: ptr.To(int64(s.LocalPref))}
 		f.add("spec.localPref", Exact, target+" attributes.localPreference", "")
@@ -66,14 +66,20 @@ func translateBGPAdvert(a BGPAdvertisement, aliases map[string]string) (*v2alpha
 	return obj, f.findings
 }
 
-func aggregation(f *findings, field string, length *int32, host int32) {
+// aggregation maps an aggregation length: the host length is Herald's
+// default, a shorter one Cilium's field of the same meaning.
+func aggregation(f *findings, field string, length *int32, host int32, target string) *int16 {
 	switch {
 	case length == nil:
 	case *length == host:
 		f.add(field, Exact, "", fmt.Sprintf("Herald announces each address as a /%d", host))
+	case *length >= 0 && *length < host:
+		f.add(field, Approximate, target, "as in Cilium, the addresses of a Service with externalTrafficPolicy: Local are not aggregated: each goes alone, from the nodes with a ready endpoint")
+		return ptr.To(int16(*length))
 	default:
-		f.add(field, None, "", fmt.Sprintf("no aggregation: Herald announces each address as a /%d", host))
+		f.add(field, None, "", fmt.Sprintf("not a prefix length of 0 to %d", host))
 	}
+	return nil
 }
 
 // translateCommunity resolves an alias and sorts the value into standard
