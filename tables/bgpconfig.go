@@ -190,11 +190,14 @@ type BGPAdvert struct {
 	// AggregationLengthIPv4 and AggregationLengthIPv6 (Service) announce
 	// the addresses as the prefix of that length holding them; nil: each
 	// address alone.
-	AggregationLengthIPv4 *int16                `json:"aggregationLengthIPv4,omitempty"`
-	AggregationLengthIPv6 *int16                `json:"aggregationLengthIPv6,omitempty"`
-	Selector              *metav1.LabelSelector `json:"selector,omitempty"`
-	SelectorError         string                `json:"selectorError,omitempty"`
-	Attributes            BGPAttributes         `json:"attributes"`
+	AggregationLengthIPv4 *int16 `json:"aggregationLengthIPv4,omitempty"`
+	AggregationLengthIPv6 *int16 `json:"aggregationLengthIPv6,omitempty"`
+	// Interface is the local interface whose addresses an Interface
+	// entry announces.
+	Interface     string                `json:"interface,omitempty"`
+	Selector      *metav1.LabelSelector `json:"selector,omitempty"`
+	SelectorError string                `json:"selectorError,omitempty"`
+	Attributes    BGPAttributes         `json:"attributes"`
 
 	sel labels.Selector // Selector parsed once (nil: parse on use)
 }
@@ -250,7 +253,11 @@ func (a *BGPAdvertisement) TableRow() []string {
 			}
 			s += "(" + strings.Join(addrs, ",") + ")"
 		}
-		if adv.Type != v2alpha1.BGPPodCIDRAdvert {
+		switch adv.Type {
+		case v2alpha1.BGPPodCIDRAdvert:
+		case v2alpha1.BGPInterfaceAdvert:
+			s += "(" + adv.Interface + ")"
+		default:
 			s += "[" + selectorString(adv.Selector, "<none>") + "]"
 		}
 		if attrs := adv.Attributes.String(); attrs != "" {

@@ -116,8 +116,11 @@ func BGPAdvertisementFromK8s(a *v2alpha1.CiliumBGPAdvertisement) *BGPAdvertiseme
 		Conditions: slices.Clone(a.Status.Conditions)}
 	for i, adv := range a.Spec.Advertisements {
 		entry := BGPAdvert{Type: adv.AdvertisementType, Selector: adv.Selector.DeepCopy(), sel: parseSelector(adv.Selector)}
-		if adv.AdvertisementType != v2alpha1.BGPPodCIDRAdvert {
+		if adv.AdvertisementType != v2alpha1.BGPPodCIDRAdvert && adv.AdvertisementType != v2alpha1.BGPInterfaceAdvert {
 			entry.SelectorError = checkSelector(adv.Selector, fmt.Sprintf("spec.advertisements[%d].selector", i))
+		}
+		if adv.Interface != nil {
+			entry.Interface = adv.Interface.Name
 		}
 		if adv.Service != nil {
 			for _, t := range adv.Service.Addresses {

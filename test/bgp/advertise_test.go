@@ -3,6 +3,7 @@ package bgp
 import (
 	"fmt"
 	"net/netip"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -151,6 +152,31 @@ func TestAggregation(t *testing.T) {
 	}
 	waitWithdrawn(t, p4)
 	waitWithdrawn(t, p6)
+}
+
+// advertisementType Interface: the addresses of a dummy device, each alone,
+// from the node that has it, while it is up.
+func TestInterface(t *testing.T) {
+	ensureAgents(t)
+	n := nodes[0]
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", append([]string{"-n", n.host.Netns}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	ip("link", "add", vipsDevice, "type", "dummy")
+	t.Cleanup(func() { _ = exec.Command("ip", "-n", n.host.Netns, "link", "del", vipsDevice).Run() })
+	v4, v6 := netip.MustParsePrefix("198.18.61.1/32"), netip.MustParsePrefix("fd00:18:0:61::1/128")
+	ip("addr", "add", v4.String(), "dev", vipsDevice)
+	ip("addr", "add", v6.String(), "dev", vipsDevice, "nodad")
+	ip("link", "set", vipsDevice, "up")
+	waitAdvertisedBy(t, v4, n)
+	waitAdvertisedBy(t, v6, n)
+
+	ip("link", "set", vipsDevice, "down")
+	waitWithdrawn(t, v4)
+	waitWithdrawn(t, v6)
 }
 
 // A Service that loses its selection (its label) is withdrawn; one of

@@ -20,7 +20,8 @@
 //     hbgp.test/advertise=lb, short timers and graceful restart;
 //   - CiliumBGPAdvertisement hbgp-lb: LoadBalancer IPs of Services
 //     labelled hbgp.test/bgp=yes, and of those labelled
-//     hbgp.test/bgp=aggregate as their /24 or /120.
+//     hbgp.test/bgp=aggregate as their /24 or /120, and the addresses of
+//     the device hbgp-vips where a node has one.
 //
 // Tests read what FRR learned (`show bgp ... json`) and its kernel routes,
 // and wait for outcomes with bounded polling; they never assert how long
@@ -72,6 +73,7 @@ const (
 	bgpNodeLabel      = "hbgp.test/bgp"
 	advertLabel       = "hbgp.test/advertise"
 	serviceLabel      = "hbgp.test/bgp"
+	vipsDevice        = "hbgp-vips"
 )
 
 var (
@@ -257,6 +259,10 @@ func createSharedResources(ctx context.Context, env *suite.Env) error {
 			Service: &v2alpha1.BGPServiceOptions{Addresses: []v2alpha1.BGPServiceAddressType{v2alpha1.BGPLoadBalancerIPAddr},
 				AggregationLengthIPv4: ptrTo[int16](24), AggregationLengthIPv6: ptrTo[int16](120)},
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{serviceLabel: "aggregate"}},
+		}, {
+			// TestInterface's device, on the nodes that have it.
+			AdvertisementType: v2alpha1.BGPInterfaceAdvert,
+			Interface:         &v2alpha1.BGPInterfaceOptions{Name: vipsDevice},
 		}}},
 	}
 	if _, err := c.CiliumBGPAdvertisements().Create(ctx, adv, metav1.CreateOptions{}); err != nil {

@@ -92,6 +92,9 @@ spec:
       selector:
         matchLabels:
           cluster: "blue"
+    - advertisementType: "Interface"
+      interface:
+        name: "lo"
     - advertisementType: "Service"
       service:
         addresses:
@@ -503,6 +506,12 @@ var rejectedBGP = []struct {
 	{"advert-bad-address", "CiliumBGPAdvertisement", v2alpha1.BGPAdvertisementPlural,
 		`{advertisements: [{advertisementType: Service, service: {addresses: [NodeIP]}}]}`,
 		[]string{"spec.advertisements[0].service.addresses[0]", `Unsupported value: "NodeIP"`}},
+	{"advert-interface-without-name", "CiliumBGPAdvertisement", v2alpha1.BGPAdvertisementPlural,
+		`{advertisements: [{advertisementType: Interface}]}`,
+		[]string{"spec.advertisements[0]", "advertisementType Interface needs interface.name"}},
+	{"advert-interface-empty-name", "CiliumBGPAdvertisement", v2alpha1.BGPAdvertisementPlural,
+		`{advertisements: [{advertisementType: Interface, interface: {name: ""}}]}`,
+		[]string{"spec.advertisements[0].interface.name", "at least 1 chars long"}},
 	{"advert-aggregation-ipv4-32", "CiliumBGPAdvertisement", v2alpha1.BGPAdvertisementPlural,
 		`{advertisements: [{advertisementType: Service, service: {addresses: [LoadBalancerIP], aggregationLengthIPv4: 32}}]}`,
 		[]string{"spec.advertisements[0].service.aggregationLengthIPv4", "less than or equal to 31"}},

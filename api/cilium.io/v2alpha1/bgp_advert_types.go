@@ -7,7 +7,7 @@ import (
 // BGPAdvertisementType says what kind of prefixes an advertisement
 // announces. More types may come; readers must skip values they do not know.
 //
-// +kubebuilder:validation:Enum=PodCIDR;CiliumPodIPPool;Service
+// +kubebuilder:validation:Enum=PodCIDR;CiliumPodIPPool;Service;Interface
 type BGPAdvertisementType string
 
 const (
@@ -19,6 +19,9 @@ const (
 	// BGPServiceAdvert announces addresses of the Services the selector
 	// matches, of the kinds listed in service.addresses.
 	BGPServiceAdvert BGPAdvertisementType = "Service"
+	// BGPInterfaceAdvert announces the addresses of a local interface
+	// (interface.name), each as a /32 or /128 (Cilium's cilium.io/v2).
+	BGPInterfaceAdvert BGPAdvertisementType = "Interface"
 )
 
 // BGPServiceAddressType is a kind of Service address.
@@ -87,6 +90,7 @@ type CiliumBGPAdvertisementSpec struct {
 // service and announces nothing for it.
 //
 // +kubebuilder:validation:XValidation:rule="self.advertisementType != 'Service' || has(self.service)",message="advertisementType Service needs service.addresses"
+// +kubebuilder:validation:XValidation:rule="self.advertisementType != 'Interface' || has(self.interface)",message="advertisementType Interface needs interface.name"
 
 // BGPAdvertisement is one kind of prefixes to announce, the objects they
 // come from and the path attributes they carry.
@@ -101,6 +105,12 @@ type BGPAdvertisement struct {
 	//
 	// +kubebuilder:validation:Optional
 	Service *BGPServiceOptions `json:"service,omitempty"`
+
+	// Interface names the local interface whose addresses are announced;
+	// required for advertisementType Interface.
+	//
+	// +kubebuilder:validation:Optional
+	Interface *BGPInterfaceOptions `json:"interface,omitempty"`
 
 	// Selector selects the objects of the type (CiliumPodIPPools, Services)
 	// by their labels; unset selects none. Not used for PodCIDR.
@@ -140,6 +150,18 @@ type BGPServiceOptions struct {
 	// +kubebuilder:validation:Maximum=127
 	// +kubebuilder:validation:Optional
 	AggregationLengthIPv6 *int16 `json:"aggregationLengthIPv6,omitempty"`
+}
+
+// BGPInterfaceOptions says which local interface's addresses to announce.
+type BGPInterfaceOptions struct {
+	// Name is the interface on each node (a loopback or dummy device
+	// holding addresses to announce, say). Its addresses go out each as a
+	// /32 or /128 while it is up: IPv4 global and link-local ones, IPv6
+	// global ones.
+	//
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
 }
 
 // BGPAttributes are path attributes set on announced routes.

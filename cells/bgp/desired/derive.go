@@ -3,6 +3,7 @@ package desired
 import (
 	"cmp"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -270,6 +271,12 @@ func prefixesOf(in inputs, entry tables.BGPAdvert, ipv6 bool, withheld map[strin
 				}
 			}
 		}
+	case v2alpha1.BGPInterfaceAdvert:
+		for _, p := range interfacePrefixes(in.devices, entry.Interface) {
+			if fits(p) {
+				out = append(out, prefixReason{p, "interface " + entry.Interface})
+			}
+		}
 	case v2alpha1.BGPServiceAdvert:
 		for _, svc := range in.services {
 			if !entry.Selects(svc.SelectorLabels()) {
@@ -293,6 +300,32 @@ func prefixesOf(in inputs, entry tables.BGPAdvert, ipv6 bool, withheld map[strin
 		}
 	}
 	return out
+}
+
+// interfacePrefixes are the addresses of the interface named name, each
+// alone, while it is up (administratively, and operationally up or
+// unknown, as loopback and dummy devices always are); as Cilium: IPv4
+// global and link-local addresses, IPv6 global ones.
+func interfacePrefixes(devices []*tables.Device, name string) []netip.Prefix {
+	i := slices.IndexFunc(devices, func(d *tables.Device) bool { return d.Name == name })
+	if i < 0 {
+		return nil
+	}
+	d := devices[i]
+	if d.Flags&net.FlagUp == 0 || (d.OperStatus != "up" && d.OperStatus != "unknown") {
+		return nil
+	}
+	var out []netip.Prefix
+	for _, a := range d.Addresses {
+		ip := a.Addr
+		if ip.Is4In6() || (ip.Is6() && !ip.IsGlobalUnicast()) || (ip.Is4() && !ip.IsGlobalUnicast() && !ip.IsLinkLocalUnicast()) {
+			continue
+		}
+		out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
+	}
+	// Host prefixes: the address orders them.
+	slices.SortFunc(out, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
+	return slices.Compact(out)
 }
 
 // servicePrefix is the prefix an entry announces a Service address as:

@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -392,6 +393,62 @@ func TestDeriveAutoDiscoveryAndLocalPort(t *testing.T) {
 			}
 			if addr != c.wantAddr || p.Error != c.wantErr || instances[0].ListenPort != c.wantPort {
 				t.Errorf("peer %s (error %q), port %d; want %s (error %q), port %d", addr, p.Error, instances[0].ListenPort, c.wantAddr, c.wantErr, c.wantPort)
+			}
+		})
+	}
+}
+
+// An Interface advertisement announces the named device's addresses, each
+// alone and in its family, while the device is up; as Cilium, not IPv6
+// link-local, loopback or IPv4-mapped addresses.
+func TestDeriveInterface(t *testing.T) {
+	addrs := func(ips ...string) []tables.DeviceAddress {
+		var out []tables.DeviceAddress
+		for _, ip := range ips {
+			out = append(out, tables.DeviceAddress{Addr: netip.MustParseAddr(ip)})
+		}
+		return out
+	}
+	up := net.FlagUp | net.FlagLoopback
+	dev := func(name string, flags net.Flags, oper string, ips ...string) *tables.Device {
+		return &tables.Device{Name: name, Flags: flags, OperStatus: oper, Addresses: addrs(ips...)}
+	}
+	all := []string{"198.18.60.1", "198.18.60.1", "169.254.7.1", "127.0.0.1", "fd00:18:60::1", "fe80::1", "::1", "::ffff:198.18.60.9"}
+	for _, c := range []struct {
+		name    string
+		devices []*tables.Device
+		want    []string
+	}{
+		{"up, unknown operational state (a dummy or loopback)", []*tables.Device{dev("eth0", up, "up", "198.18.0.11"), dev("vips", up, "unknown", all...)},
+			[]string{"198.18.60.1/32", "169.254.7.1/32", "fd00:18:60::1/128"}},
+		{"operationally up", []*tables.Device{dev("vips", up, "up", "198.18.60.1")}, []string{"198.18.60.1/32"}},
+		{"administratively down", []*tables.Device{dev("vips", net.FlagLoopback, "unknown", "198.18.60.1")}, nil},
+		{"lower layer down", []*tables.Device{dev("vips", up, "lowerlayerdown", "198.18.60.1")}, nil},
+		{"no such device", []*tables.Device{dev("eth0", up, "up", "198.18.0.11")}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := inputs{
+				self:           node("node1", nil, "198.18.0.11"),
+				clusterConfigs: []*tables.BGPClusterConfig{clusterConfig("cc", "pc")},
+				peerConfigs:    map[string]*tables.BGPPeerConfig{"pc": peerConfig("pc", "")},
+				adverts:        []*tables.BGPAdvertisement{advert("lo", tables.BGPAdvert{Type: v2alpha1.BGPInterfaceAdvert, Interface: "vips"})},
+				devices:        c.devices,
+				readyHere:      func(string) bool { return false },
+				served:         func(string) bool { return true },
+			}
+			_, routes, _ := derive(in)
+			var got []string
+			for _, r := range routes {
+				if r.Reasons[0] != "interface vips (advertisement lo)" {
+					t.Errorf("route %s: reasons %q", r.Prefix, r.Reasons)
+				}
+				got = append(got, r.Prefix.String())
+			}
+			slices.Sort(got)
+			want := slices.Clone(c.want)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("routes %v, want %v", got, want)
 			}
 		})
 	}
