@@ -230,9 +230,9 @@ func (s *State) Tick(now time.Time) Beat {
 	}
 	if s.Preferred(now) != s.Self {
 		s.abandon()
-		return Beat{From: s.Self, Incarnation: s.incarnation(), Eligible: s.eligible, Owning: s.Owning(now), Released: s.released}
+		return s.beat(now)
 	}
-	b := Beat{From: s.Self, Incarnation: s.incarnation(), Eligible: s.eligible, Owning: s.Owning(now), Released: s.released}
+	b := s.beat(now)
 	s.seq++
 	b.Request = s.seq
 	r := &sentRequest{at: now, grants: map[string]bool{}}
@@ -242,6 +242,11 @@ func (s *State) Tick(now time.Time) Beat {
 		s.count(r, s.Self)
 	}
 	return b
+}
+
+// beat is what this node says of itself, without a request.
+func (s *State) beat(now time.Time) Beat {
+	return Beat{From: s.Self, Incarnation: s.incarnation(), Eligible: s.eligible, Owning: s.Owning(now), Released: s.released}
 }
 
 // OnBeat records a peer's beat and returns the grant to send back, if its
