@@ -154,8 +154,10 @@ func TestAggregation(t *testing.T) {
 	waitWithdrawn(t, p6)
 }
 
-// advertisementType Interface: the addresses of a dummy device, each alone,
-// from the node that has it, while it is up.
+// advertisementType Interface: the addresses of a local device, each
+// alone, from the node that has it, while it is up. (A veth pair within
+// the node: the kernel here has no dummy devices; its operational state
+// follows its peer's, which tests "up" as the advertisement sees it.)
 func TestInterface(t *testing.T) {
 	ensureAgents(t)
 	n := nodes[0]
@@ -165,18 +167,28 @@ func TestInterface(t *testing.T) {
 			t.Fatalf("ip %v: %v: %s", args, err, out)
 		}
 	}
-	ip("link", "add", vipsDevice, "type", "dummy")
+	ip("link", "add", vipsDevice, "type", "veth", "peer", "name", vipsDevice+"-p")
 	t.Cleanup(func() { _ = exec.Command("ip", "-n", n.host.Netns, "link", "del", vipsDevice).Run() })
+	// New devices of the node's namespace start with IPv6 off.
+	if out, err := exec.Command("ip", "netns", "exec", n.host.Netns, "sysctl", "-qw", "net.ipv6.conf."+vipsDevice+".disable_ipv6=0").CombinedOutput(); err != nil {
+		t.Fatalf("enabling IPv6 on %s: %v: %s", vipsDevice, err, out)
+	}
 	v4, v6 := netip.MustParsePrefix("198.18.61.1/32"), netip.MustParsePrefix("fd00:18:0:61::1/128")
 	ip("addr", "add", v4.String(), "dev", vipsDevice)
 	ip("addr", "add", v6.String(), "dev", vipsDevice, "nodad")
 	ip("link", "set", vipsDevice, "up")
+	ip("link", "set", vipsDevice+"-p", "up")
 	waitAdvertisedBy(t, v4, n)
 	waitAdvertisedBy(t, v6, n)
 
-	ip("link", "set", vipsDevice, "down")
+	// Its peer down: the device is up but its link is not.
+	ip("link", "set", vipsDevice+"-p", "down")
 	waitWithdrawn(t, v4)
 	waitWithdrawn(t, v6)
+	ip("link", "set", vipsDevice+"-p", "up")
+	waitAdvertisedBy(t, v4, n)
+	ip("addr", "del", v4.String(), "dev", vipsDevice)
+	waitWithdrawn(t, v4)
 }
 
 // A Service that loses its selection (its label) is withdrawn; one of

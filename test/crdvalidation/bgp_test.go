@@ -320,7 +320,7 @@ func TestBGPAdvertisement(t *testing.T) {
 	for _, a := range got.Spec.Advertisements {
 		types = append(types, a.AdvertisementType)
 	}
-	if !reflect.DeepEqual(types, []v2alpha1.BGPAdvertisementType{v2alpha1.BGPPodCIDRAdvert, v2alpha1.BGPCiliumPodIPPoolAdvert, v2alpha1.BGPServiceAdvert}) {
+	if !reflect.DeepEqual(types, []v2alpha1.BGPAdvertisementType{v2alpha1.BGPPodCIDRAdvert, v2alpha1.BGPCiliumPodIPPoolAdvert, v2alpha1.BGPInterfaceAdvert, v2alpha1.BGPServiceAdvert}) {
 		t.Errorf("advertisement types = %q", types)
 	}
 	got.Status.Conditions = []metav1.Condition{{
