@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -133,18 +134,9 @@ type BGPPeer struct {
 	ASN  int64
 }
 
-// Node returns this node's name: --node-name, else $NODE_NAME, else the
-// host name.
-func (c Config) Node() string {
-	if c.NodeName != "" {
-		return c.NodeName
-	}
-	if n := os.Getenv("NODE_NAME"); n != "" {
-		return n
-	}
-	h, _ := os.Hostname()
-	return h
-}
+// Node returns this node's name as the agent finds its own: --node-name,
+// else $NODE_NAME, else the host name.
+func (c Config) Node() string { return agentconfig.Config{NodeName: c.NodeName}.Node() }
 
 // Parse checks the configuration; every error names the option.
 func (c Config) Parse() (Parsed, error) {
