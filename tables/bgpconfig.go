@@ -96,7 +96,10 @@ type BGPPeerConfig struct {
 	UID        string `json:"uid"`
 	Generation int64  `json:"generation"`
 
-	PeerPort            int32       `json:"peerPort"`
+	PeerPort int32 `json:"peerPort"`
+	// SourceInterface names the device whose address is the sessions'
+	// source ("": the kernel picks).
+	SourceInterface     string      `json:"sourceInterface,omitempty"`
 	ConnectRetrySeconds int32       `json:"connectRetrySeconds"`
 	HoldTimeSeconds     int32       `json:"holdTimeSeconds"`
 	KeepAliveSeconds    int32       `json:"keepAliveSeconds"`
@@ -165,7 +168,11 @@ func (c *BGPPeerConfig) TableRow() []string {
 	for _, f := range c.Families {
 		fams = append(fams, f.AFI+"/"+f.SAFI+"["+selectorString(f.Advertisements, "<none>")+"]")
 	}
-	return []string{c.Name, itoa(int(c.PeerPort)),
+	port := itoa(int(c.PeerPort))
+	if c.SourceInterface != "" {
+		port += " from " + c.SourceInterface
+	}
+	return []string{c.Name, port,
 		fmt.Sprintf("%d/%d/%d", c.ConnectRetrySeconds, c.HoldTimeSeconds, c.KeepAliveSeconds),
 		gr, itoa(int(c.EBGPMultihop)), dash(c.AuthSecret), strings.Join(fams, " "), dash(strings.Join(c.Errors, "; "))}
 }

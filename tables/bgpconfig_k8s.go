@@ -66,6 +66,7 @@ func BGPPeerConfigFromK8s(c *v2alpha1.CiliumBGPPeerConfig) *BGPPeerConfig {
 	}
 	if s.Transport != nil {
 		set(&out.PeerPort, s.Transport.PeerPort)
+		out.SourceInterface = s.Transport.SourceInterface
 	}
 	if s.Timers != nil {
 		set(&out.ConnectRetrySeconds, s.Timers.ConnectRetryTimeSeconds)

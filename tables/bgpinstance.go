@@ -76,6 +76,9 @@ func (i *BGPInstance) TableRow() []string {
 	var peers []string
 	for _, p := range i.Peers {
 		s := fmt.Sprintf("%s=%s/AS%d", p.Name, addrOrDash(p.Address), p.ASN)
+		if p.LocalAddress.IsValid() {
+			s += " from " + p.LocalAddress.String()
+		}
 		if p.BFD != nil {
 			s += "+bfd"
 		}

@@ -59,6 +59,8 @@ spec:
   gracefulRestart:
     enabled: true
     restartTimeSeconds: 15
+  transport:
+    sourceInterface: lo-bgp
   families:
     - afi: ipv4
       safi: unicast
@@ -251,6 +253,7 @@ func TestBGPPeerConfig(t *testing.T) {
 	var want v2alpha1.CiliumBGPPeerConfig
 	decodeStrict(t, bgpPeerConfig, &want)
 	want.Spec.Timers.ConnectRetryTimeSeconds = ptr.To[int32](v2alpha1.DefaultBGPConnectRetryTimeSeconds)
+	want.Spec.Transport.PeerPort = ptr.To[int32](v2alpha1.DefaultBGPPeerPort)
 	pcs := clientset.CiliumV2alpha1().CiliumBGPPeerConfigs()
 	got, err := pcs.Get(ctx, want.Name, metav1.GetOptions{})
 	if err != nil {

@@ -210,6 +210,16 @@ type CiliumBGPTransport struct {
 	// +kubebuilder:validation:Maximum=65535
 	// +kubebuilder:default=179
 	PeerPort *int32 `json:"peerPort,omitempty"`
+
+	// SourceInterface names a local interface whose address, of the
+	// peer's family, is the session's source address (Cilium's
+	// cilium.io/v2 field). The interface must have one usable address of
+	// that family (not loopback, multicast or IPv6 link-local); without
+	// the interface or such an address the kernel picks the source, as
+	// when unset.
+	//
+	// +kubebuilder:validation:Optional
+	SourceInterface string `json:"sourceInterface,omitempty"`
 }
 
 // The keepalive rule is Herald's (Cilium's agent refuses such timers only

@@ -197,6 +197,9 @@ func resolvePeer(in inputs, ps tables.BGPPeerSpec, ov tables.BGPInstanceOverride
 		for _, f := range pc.Families {
 			peer.Families = append(peer.Families, f.AFI+"-"+f.SAFI)
 		}
+		if !peer.LocalAddress.IsValid() && pc.SourceInterface != "" && peer.Address.IsValid() {
+			peer.LocalAddress = sourceAddress(in.devices, pc.SourceInterface, peer.Address.Is6())
+		}
 	}
 	switch {
 	case ps.AddressError != "":
@@ -229,6 +232,32 @@ func resolvePeer(in inputs, ps tables.BGPPeerSpec, ov tables.BGPInstanceOverride
 		}
 	}
 	return peer
+}
+
+// sourceAddress is the address of the interface named name that a session
+// to a peer of the family starts from: its one address of the family that
+// is not loopback, multicast or IPv6 link-local. Invalid (the kernel
+// picks, as Cilium falls back to) when the interface is missing, or has
+// none or several such addresses.
+func sourceAddress(devices []*tables.Device, name string, ipv6 bool) netip.Addr {
+	i := slices.IndexFunc(devices, func(d *tables.Device) bool { return d.Name == name })
+	if i < 0 {
+		return netip.Addr{}
+	}
+	var found []netip.Addr
+	for _, a := range devices[i].Addresses {
+		ip := a.Addr
+		if ip.Is6() != ipv6 || ip.Is4In6() || ip.IsLoopback() || ip.IsMulticast() || (ip.Is6() && ip.IsLinkLocalUnicast()) {
+			continue
+		}
+		if !slices.Contains(found, ip) {
+			found = append(found, ip)
+		}
+	}
+	if len(found) != 1 {
+		return netip.Addr{}
+	}
+	return found[0]
 }
 
 // peerConfigOf returns a peer's config: the named one (nil when missing),

@@ -453,3 +453,62 @@ func TestDeriveInterface(t *testing.T) {
 		})
 	}
 }
+
+// transport.sourceInterface: the session starts from the interface's one
+// usable address of the peer's family; the kernel picks when there is no
+// such interface or address, or several; the node's override wins.
+func TestDerivePeerSourceInterface(t *testing.T) {
+	dev := func(ips ...string) *tables.Device {
+		d := &tables.Device{Name: "src", Flags: net.FlagUp, OperStatus: "unknown"}
+		for _, ip := range ips {
+			d.Addresses = append(d.Addresses, tables.DeviceAddress{Addr: netip.MustParseAddr(ip)})
+		}
+		return d
+	}
+	for _, c := range []struct {
+		name     string
+		peer     string
+		devices  []*tables.Device
+		override string
+		want     string
+	}{
+		{"one IPv4 address", "198.18.0.1", []*tables.Device{dev("198.18.62.1", "fd00:18:62::1", "fe80::1")}, "", "198.18.62.1"},
+		{"an IPv6 peer: the global IPv6 address", "fd00:18::1", []*tables.Device{dev("198.18.62.1", "fe80::1", "fd00:18:62::1")}, "", "fd00:18:62::1"},
+		{"loopback and multicast do not count", "198.18.0.1", []*tables.Device{dev("127.0.0.2", "198.18.62.1", "224.0.0.5")}, "", "198.18.62.1"},
+		{"two IPv4 addresses: the kernel picks", "198.18.0.1", []*tables.Device{dev("198.18.62.1", "198.18.62.2")}, "", ""},
+		{"no address of the family", "fd00:18::1", []*tables.Device{dev("198.18.62.1", "fe80::1")}, "", ""},
+		{"no such interface", "198.18.0.1", nil, "", ""},
+		{"the override's localAddress wins", "198.18.0.1", []*tables.Device{dev("198.18.62.1")}, "198.18.0.11", "198.18.0.11"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cc := clusterConfig("cc", "pc")
+			cc.Instances[0].Peers[0].Address = netip.MustParseAddr(c.peer)
+			pc := peerConfig("pc", "")
+			pc.SourceInterface = "src"
+			ov := &tables.BGPNodeOverride{Name: "node1", Instances: []tables.BGPInstanceOverride{{Name: "main"}}}
+			if c.override != "" {
+				ov.Instances[0].LocalAddress = map[string]netip.Addr{"tor": netip.MustParseAddr(c.override)}
+			}
+			in := inputs{
+				self:           node("node1", nil, "198.18.0.11"),
+				clusterConfigs: []*tables.BGPClusterConfig{cc},
+				peerConfigs:    map[string]*tables.BGPPeerConfig{"pc": pc},
+				override:       ov,
+				devices:        c.devices,
+				readyHere:      func(string) bool { return false },
+				served:         func(string) bool { return true },
+			}
+			instances, _, _ := derive(in)
+			if len(instances) != 1 || len(instances[0].Peers) != 1 {
+				t.Fatalf("instances %+v", instances)
+			}
+			got := ""
+			if a := instances[0].Peers[0].LocalAddress; a.IsValid() {
+				got = a.String()
+			}
+			if got != c.want {
+				t.Errorf("local address %q, want %q", got, c.want)
+			}
+		})
+	}
+}
