@@ -3,7 +3,6 @@ package bgp
 import (
 	"fmt"
 	"net/netip"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -155,39 +154,22 @@ func TestAggregation(t *testing.T) {
 }
 
 // advertisementType Interface: the addresses of a local device, each
-// alone, from the node that has it, while it is up. (A veth pair within
-// the node: the kernel here has no dummy devices; its operational state
-// follows its peer's, which tests "up" as the advertisement sees it.)
+// alone, from the node that has it, while it is up.
 func TestInterface(t *testing.T) {
 	ensureAgents(t)
 	n := nodes[0]
-	ip := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", append([]string{"-n", n.host.Netns}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %v: %v: %s", args, err, out)
-		}
-	}
-	ip("link", "add", vipsDevice, "type", "veth", "peer", "name", vipsDevice+"-p")
-	t.Cleanup(func() { _ = exec.Command("ip", "-n", n.host.Netns, "link", "del", vipsDevice).Run() })
-	// New devices of the node's namespace start with IPv6 off.
-	if out, err := exec.Command("ip", "netns", "exec", n.host.Netns, "sysctl", "-qw", "net.ipv6.conf."+vipsDevice+".disable_ipv6=0").CombinedOutput(); err != nil {
-		t.Fatalf("enabling IPv6 on %s: %v: %s", vipsDevice, err, out)
-	}
 	v4, v6 := netip.MustParsePrefix("198.18.61.1/32"), netip.MustParsePrefix("fd00:18:0:61::1/128")
-	ip("addr", "add", v4.String(), "dev", vipsDevice)
-	ip("addr", "add", v6.String(), "dev", vipsDevice, "nodad")
-	ip("link", "set", vipsDevice, "up")
-	ip("link", "set", vipsDevice+"-p", "up")
+	n.addLocalDevice(t, vipsDevice, v4, v6)
 	waitAdvertisedBy(t, v4, n)
 	waitAdvertisedBy(t, v6, n)
 
-	// Its peer down: the device is up but its link is not.
-	ip("link", "set", vipsDevice+"-p", "down")
+	// Its veth peer down: the device is up but its link is not.
+	n.ip(t, "link", "set", vipsDevice+"-p", "down")
 	waitWithdrawn(t, v4)
 	waitWithdrawn(t, v6)
-	ip("link", "set", vipsDevice+"-p", "up")
+	n.ip(t, "link", "set", vipsDevice+"-p", "up")
 	waitAdvertisedBy(t, v4, n)
-	ip("addr", "del", v4.String(), "dev", vipsDevice)
+	n.ip(t, "addr", "del", v4.String(), "dev", vipsDevice)
 	waitWithdrawn(t, v4)
 }
 

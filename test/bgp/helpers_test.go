@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -245,4 +246,30 @@ func deleteService(t *testing.T, ns, name string) {
 	if err := kube.CoreV1().Services(ns).Delete(ctxT(t), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// ip runs `ip -n <n's namespace> args...`.
+func (n *node) ip(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", append([]string{"-n", n.host.Netns}, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("ip -n %s %v: %v: %s", n.host.Netns, args, err, out)
+	}
+}
+
+// addLocalDevice gives n a device named dev holding prefixes (and IPv6),
+// up: a veth pair within the node, whose other end is dev+"-p" (the
+// kernel here has no dummy devices). The test's end removes it.
+func (n *node) addLocalDevice(t *testing.T, dev string, prefixes ...netip.Prefix) {
+	t.Helper()
+	n.ip(t, "link", "add", dev, "type", "veth", "peer", "name", dev+"-p")
+	t.Cleanup(func() { _ = exec.Command("ip", "-n", n.host.Netns, "link", "del", dev).Run() })
+	// New devices of the node's namespace start with IPv6 off.
+	if out, err := exec.Command("ip", "netns", "exec", n.host.Netns, "sysctl", "-qw", "net.ipv6.conf."+dev+".disable_ipv6=0").CombinedOutput(); err != nil {
+		t.Fatalf("enabling IPv6 on %s: %v: %s", dev, err, out)
+	}
+	for _, p := range prefixes {
+		n.ip(t, "addr", "add", p.String(), "dev", dev, "nodad")
+	}
+	n.ip(t, "link", "set", dev, "up")
+	n.ip(t, "link", "set", dev+"-p", "up")
 }

@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"fmt"
+	"net/netip"
 	"os/exec"
 	"testing"
 
@@ -18,19 +19,10 @@ func TestSourceInterface(t *testing.T) {
 	ensureAgents(t)
 	n := nodes[0]
 	const dev, src = "hbgp-src", "198.18.62.1"
-	run := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%v: %v: %s", args, err, out)
-		}
+	n.addLocalDevice(t, dev, netip.MustParsePrefix(src+"/32"))
+	if out, err := exec.Command("ip", "-n", routerHost.Netns, "route", "add", src+"/32", "via", n.host.IP.String()).CombinedOutput(); err != nil {
+		t.Fatalf("route to %s on the router: %v: %s", src, err, out)
 	}
-	// A veth pair within node1 (no dummy devices here), up on both ends.
-	run("ip", "-n", n.host.Netns, "link", "add", dev, "type", "veth", "peer", "name", dev+"-p")
-	t.Cleanup(func() { _ = exec.Command("ip", "-n", n.host.Netns, "link", "del", dev).Run() })
-	run("ip", "-n", n.host.Netns, "addr", "add", src+"/32", "dev", dev)
-	run("ip", "-n", n.host.Netns, "link", "set", dev, "up")
-	run("ip", "-n", n.host.Netns, "link", "set", dev+"-p", "up")
-	run("ip", "-n", routerHost.Netns, "route", "add", src+"/32", "via", n.host.IP.String())
 	t.Cleanup(func() { _ = exec.Command("ip", "-n", routerHost.Netns, "route", "del", src+"/32").Run() })
 	if err := router.Configure(fmt.Sprintf("router bgp %d", routerASN),
 		fmt.Sprintf("neighbor %s remote-as %d", src, nodeASN), fmt.Sprintf("neighbor %s timers connect 1", src),
