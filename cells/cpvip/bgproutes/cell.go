@@ -3,7 +3,8 @@
 // withdrawn) become bgp-routes to every router of bgp-peers, which the
 // BGP feature's speaker (GoBGP) sends. Withdrawn with the L2 entries, so
 // a release withdraws the routes too; a frozen or cut-off owner's routes
-// stay at the routers until its sessions' hold time runs out.
+// stay at the routers until its sessions' hold time runs out, or, with
+// bgp-bfd-interval, until BFD finds it gone (the BGP feature's bfd cell).
 //
 // Reads: table l2-announce.
 // Writes: tables bgp-instances (once), bgp-routes.
