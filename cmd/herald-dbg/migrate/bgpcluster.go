@@ -56,6 +56,11 @@ func clusterConfigs(peers []BGPPeer) ([]*v2alpha1.CiliumBGPClusterConfig, []Find
 			peer.PeerAddress = ptr.To(p.Spec.PeerAddress)
 			f.add("spec.peerAddress", Exact, target+" peers "+peer.Name+" peerAddress", "")
 		}
+		if p.Spec.Interface != "" && p.Spec.PeerAddress == "" {
+			peer.AutoDiscovery = &v2alpha1.BGPAutoDiscovery{Mode: v2alpha1.BGPUnnumberedMode, Unnumbered: &v2alpha1.BGPUnnumbered{Interface: p.Spec.Interface}}
+			f.add("spec.interface", Exact, target+" peers "+peer.Name+" autoDiscovery (mode Unnumbered, unnumbered.interface)",
+				"BGP unnumbered over the interface, both address families on the one link-local session")
+		}
 		if p.Spec.PeerASN != 0 {
 			peer.PeerASN = ptr.To(int64(p.Spec.PeerASN))
 			f.add("spec.peerASN", Exact, target+" peers "+peer.Name+" peerASN", "")

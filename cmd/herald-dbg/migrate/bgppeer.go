@@ -127,9 +127,6 @@ func unmappedPeerFields(s BGPPeerSpec, f *findings) {
 	if s.DynamicASN != "" {
 		f.add("spec.dynamicASN", None, "", "Herald needs the peer's ASN (peerASN)")
 	}
-	if s.Interface != "" {
-		f.add("spec.interface", None, "", "no unnumbered BGP: Herald peers with an address")
-	}
 	if s.SourceAddress != "" {
 		f.add("spec.sourceAddress", None, "", "a source address is per node in Herald: a CiliumBGPNodeConfigOverride's peers[].localAddress")
 	}

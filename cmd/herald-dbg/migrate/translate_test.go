@@ -219,3 +219,24 @@ func TestSameName(t *testing.T) {
 		t.Fatalf("no finding on the second peer: %v", res.Findings)
 	}
 }
+
+// A MetalLB peer on an interface (unnumbered BGP) becomes an
+// autoDiscovery mode Unnumbered peer negotiating both families.
+func TestUnnumberedPeer(t *testing.T) {
+	var p BGPPeer
+	p.Kind, p.Metadata.Name = "BGPPeer", "leaf"
+	p.Spec.MyASN, p.Spec.PeerASN, p.Spec.Interface = 65001, 65000, "eth1"
+	ccs, fs := clusterConfigs([]BGPPeer{p})
+	if f := find(t, fs, "spec.interface"); f.Verdict != Exact {
+		t.Errorf("%s", f)
+	}
+	peer := ccs[0].Spec.BGPInstances[0].Peers[0]
+	if peer.PeerAddress != nil || peer.AutoDiscovery == nil || peer.AutoDiscovery.Mode != v2alpha1.BGPUnnumberedMode ||
+		peer.AutoDiscovery.Unnumbered == nil || peer.AutoDiscovery.Unnumbered.Interface != "eth1" {
+		t.Errorf("peer %+v", peer)
+	}
+	pc, _ := translatePeer(p, nil, nil)
+	if len(pc.Spec.Families) != 2 {
+		t.Errorf("families %+v, want ipv4 and ipv6", pc.Spec.Families)
+	}
+}
