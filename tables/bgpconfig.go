@@ -59,6 +59,16 @@ type BGPPeerSpec struct {
 	// of the node's default route of that family (autoDiscovery mode
 	// DefaultGateway); Address is then invalid.
 	DiscoverFamily string `json:"discoverFamily,omitempty"`
+	// Interface is the node's interface toward the peer: peerInterface
+	// (Address is then IPv6 link-local) or, with Unnumbered, the
+	// interface autoDiscovery names.
+	Interface string `json:"interface,omitempty"`
+	// Unnumbered: BGP unnumbered (autoDiscovery mode Unnumbered). The
+	// address is the interface's one IPv6 link-local neighbour; the
+	// interface is Interface or, when that is "", the one the default
+	// route of UnnumberedFamily leaves by.
+	Unnumbered       bool   `json:"unnumbered,omitempty"`
+	UnnumberedFamily string `json:"unnumberedFamily,omitempty"`
 	// PeerConfig is the CiliumBGPPeerConfig it refers to, "" for the
 	// defaults.
 	PeerConfig string `json:"peerConfig,omitempty"`
@@ -80,8 +90,15 @@ func (c *BGPClusterConfig) TableRow() []string {
 		var peers []string
 		for _, p := range i.Peers {
 			addr := addrOrDash(p.Address)
-			if p.DiscoverFamily != "" {
+			switch {
+			case p.DiscoverFamily != "":
 				addr = "<" + p.DiscoverFamily + " default gateway>"
+			case p.Unnumbered && p.Interface != "":
+				addr = "<unnumbered " + p.Interface + ">"
+			case p.Unnumbered:
+				addr = "<unnumbered, " + p.UnnumberedFamily + " default route's interface>"
+			case p.Interface != "":
+				addr += "%" + p.Interface
 			}
 			peers = append(peers, fmt.Sprintf("%s=%s/AS%d", p.Name, addr, p.ASN))
 		}

@@ -33,14 +33,31 @@ func BGPClusterConfigFromK8s(c *v2alpha1.CiliumBGPClusterConfig) *BGPClusterConf
 				if err != nil {
 					peer.AddressError = fmt.Sprintf("%q is not an IP address", *p.PeerAddress)
 				} else {
-					peer.Address = a.Unmap()
+					// A zone names the interface toward a link-local peer,
+					// as peerInterface does.
+					peer.Address, peer.Interface = a.Unmap().WithZone(""), a.Zone()
 				}
 			}
 			if p.PeerASN != nil {
 				peer.ASN = *p.PeerASN
 			}
-			if ad := p.AutoDiscovery; ad != nil && ad.Mode == v2alpha1.BGPDefaultGatewayMode && ad.DefaultGateway != nil && p.PeerAddress == nil {
-				peer.DiscoverFamily = ad.DefaultGateway.AddressFamily
+			if ad := p.AutoDiscovery; ad != nil && p.PeerAddress == nil {
+				switch {
+				case ad.Mode == v2alpha1.BGPDefaultGatewayMode && ad.DefaultGateway != nil:
+					peer.DiscoverFamily = ad.DefaultGateway.AddressFamily
+				case ad.Mode == v2alpha1.BGPUnnumberedMode && ad.Unnumbered != nil:
+					peer.Unnumbered, peer.Interface = true, ad.Unnumbered.Interface
+				case ad.Mode == v2alpha1.BGPUnnumberedMode && ad.DefaultGateway != nil:
+					peer.Unnumbered, peer.UnnumberedFamily = true, ad.DefaultGateway.AddressFamily
+				}
+			}
+			if p.PeerInterface != nil && !peer.Unnumbered {
+				peer.Interface = *p.PeerInterface
+			}
+			if peer.Interface != "" && !peer.Unnumbered {
+				if peer.AddressError == "" && peer.Address.IsValid() && !(peer.Address.Is6() && peer.Address.IsLinkLocalUnicast()) {
+					peer.AddressError = fmt.Sprintf("%s is not an IPv6 link-local address, which an interface (peerInterface, or a zone of peerAddress) needs", peer.Address)
+				}
 			}
 			if p.PeerConfigRef != nil {
 				peer.PeerConfig = p.PeerConfigRef.Name

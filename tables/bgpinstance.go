@@ -40,6 +40,15 @@ type BGPPeer struct {
 	// DiscoveredFamily is "ipv4" or "ipv6" when Address is the gateway of
 	// the node's default route of that family (autoDiscovery).
 	DiscoveredFamily string `json:"discoveredFamily,omitempty"`
+	// Interface is the device a session to an IPv6 link-local peer is
+	// bound to (peerInterface, or BGP unnumbered); Address then carries
+	// it as its zone, and LocalAddress is the device's own link-local
+	// address. Set for an unnumbered peer whose neighbour is not known
+	// yet too: the node advertises itself there as a router so that the
+	// peer can find it.
+	Interface string `json:"interface,omitempty"`
+	// Unnumbered: BGP unnumbered (autoDiscovery mode Unnumbered).
+	Unnumbered bool `json:"unnumbered,omitempty"`
 
 	PeerPort            int32    `json:"peerPort"`
 	ConnectRetrySeconds int32    `json:"connectRetrySeconds"`

@@ -1,12 +1,14 @@
 // Package bgp is the BGP control plane: this node's routes to its peers
 // with GoBGP embedded.
 //
-//   - gateways: netlink → bgp-default-gateways (the peers found by
-//     autoDiscovery);
+//   - gateways: netlink → bgp-default-gateways, bgp-link-neighbors (the
+//     peers found by autoDiscovery);
 //   - desired: BGP resources × nodes × services × endpoint-slices × pod
 //     CIDRs → bgp-instances, bgp-routes;
 //   - speaker: bgp-instances × bgp-routes → GoBGP (sessions, RIB, export
 //     policy); sessions → bgp-peers;
+//   - routeradv: bgp-instances → IPv6 Router Advertisements on the
+//     interfaces of BGP unnumbered peers (how they find the node);
 //   - bfd: bgp-instances → BFD sessions with the peers that ask for them →
 //     bgp-bfd (the speaker resets a BGP session whose BFD session fails);
 //   - status: bgp-instances × bgp-peers → CiliumBGPNodeConfig; problems of
@@ -20,6 +22,7 @@ import (
 	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
 	"github.com/heraldlb/herald/cells/bgp/desired"
 	"github.com/heraldlb/herald/cells/bgp/gateways"
+	"github.com/heraldlb/herald/cells/bgp/routeradv"
 	"github.com/heraldlb/herald/cells/bgp/speaker"
 	"github.com/heraldlb/herald/cells/bgp/status"
 	"github.com/heraldlb/herald/tables"
@@ -34,6 +37,7 @@ var Cell = cell.Group(
 	kinds,
 	gateways.Cell,
 	desired.Cell,
+	routeradv.Cell,
 	bfd.Cell,
 	speaker.Cell,
 	status.Cell,

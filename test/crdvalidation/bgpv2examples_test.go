@@ -52,3 +52,55 @@ func TestCiliumV2Examples(t *testing.T) {
 		t.Errorf("tor-switch peer %+v, want autoDiscovery %+v and no address", p, want)
 	}
 }
+
+// BGP unnumbered as Cilium's cilium.io/v2 writes it: a peer on a named
+// interface, one on the interface of the default route, and a link-local
+// peer at a given address over peerInterface.
+const bgpUnnumberedV2 = `
+apiVersion: cilium.io/v2
+kind: CiliumBGPClusterConfig
+metadata:
+  name: cilium-bgp-unnumbered
+spec:
+  bgpInstances:
+  - name: "instance-65000"
+    localASN: 65000
+    peers:
+    - name: "leaf-a"
+      peerASN: 65100
+      autoDiscovery:
+        mode: "Unnumbered"
+        unnumbered:
+          interface: "eth1"
+    - name: "leaf-b"
+      peerASN: 65100
+      autoDiscovery:
+        mode: "Unnumbered"
+        defaultGateway:
+          addressFamily: ipv4
+    - name: "leaf-c"
+      peerASN: 65100
+      peerAddress: "fe80::1"
+      peerInterface: "eth2"
+`
+
+func TestCiliumV2Unnumbered(t *testing.T) {
+	createAt(t, "v2", v2alpha1.BGPClusterConfigPlural, "cilium-bgp-unnumbered", bgpUnnumberedV2)
+	cc, err := clientset.CiliumV2alpha1().CiliumBGPClusterConfigs().Get(context.Background(), "cilium-bgp-unnumbered", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peers := cc.Spec.BGPInstances[0].Peers
+	if len(peers) != 3 {
+		t.Fatalf("peers %+v", peers)
+	}
+	if ad := peers[0].AutoDiscovery; ad == nil || ad.Mode != v2alpha1.BGPUnnumberedMode || ad.Unnumbered == nil || ad.Unnumbered.Interface != "eth1" {
+		t.Errorf("leaf-a %+v", peers[0])
+	}
+	if ad := peers[1].AutoDiscovery; ad == nil || ad.Mode != v2alpha1.BGPUnnumberedMode || ad.DefaultGateway == nil || ad.DefaultGateway.AddressFamily != "ipv4" {
+		t.Errorf("leaf-b %+v", peers[1])
+	}
+	if ptr.Deref(peers[2].PeerInterface, "") != "eth2" || ptr.Deref(peers[2].PeerAddress, "") != "fe80::1" {
+		t.Errorf("leaf-c %+v", peers[2])
+	}
+}

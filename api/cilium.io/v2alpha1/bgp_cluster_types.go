@@ -105,6 +105,8 @@ type CiliumBGPInstance struct {
 }
 
 // CiliumBGPPeer is one BGP neighbour of an instance.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.peerInterface) || !has(self.peerAddress) || self.peerAddress.startsWith('fe80:') || self.peerAddress.startsWith('FE80:')",message="peerAddress must be an IPv6 link-local address (fe80::/10) when peerInterface is set"
 type CiliumBGPPeer struct {
 	// Name identifies the peer within its instance.
 	//
@@ -132,6 +134,16 @@ type CiliumBGPPeer struct {
 	// +kubebuilder:validation:Optional
 	AutoDiscovery *BGPAutoDiscovery `json:"autoDiscovery,omitempty"`
 
+	// PeerInterface names the node's interface toward a peer whose
+	// peerAddress is IPv6 link-local (fe80::/10): the session runs to
+	// that address over that interface (Cilium's cilium.io/v2 field). For
+	// a peer with no address at all, use autoDiscovery mode Unnumbered.
+	//
+	// +kubebuilder:validation:Optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	PeerInterface *string `json:"peerInterface,omitempty"`
+
 	// PeerConfigRef names the CiliumBGPPeerConfig with the session's
 	// transport, timers, authentication and families; without one the
 	// defaults apply.
@@ -142,37 +154,66 @@ type CiliumBGPPeer struct {
 
 // BGPAutoDiscoveryMode is how a peer's address is found.
 //
-// +kubebuilder:validation:Enum=DefaultGateway
+// +kubebuilder:validation:Enum=DefaultGateway;Unnumbered
 type BGPAutoDiscoveryMode string
 
-// BGPDefaultGatewayMode: the peer is the gateway of the node's default
-// route of an address family, followed as the route changes.
-const BGPDefaultGatewayMode BGPAutoDiscoveryMode = "DefaultGateway"
+const (
+	// BGPDefaultGatewayMode: the peer is the gateway of the node's default
+	// route of an address family, followed as the route changes.
+	BGPDefaultGatewayMode BGPAutoDiscoveryMode = "DefaultGateway"
+	// BGPUnnumberedMode: BGP unnumbered. The peer is the one IPv6
+	// link-local neighbour of an interface, learned by Neighbor Discovery
+	// (the peer's Router Advertisements); the interface is named
+	// (unnumbered) or is the one a default route leaves by
+	// (defaultGateway).
+	BGPUnnumberedMode BGPAutoDiscoveryMode = "Unnumbered"
+)
 
 // BGPAutoDiscovery says how to find a peer's address on each node.
 //
 // +kubebuilder:validation:XValidation:rule="self.mode != 'DefaultGateway' || has(self.defaultGateway)",message="defaultGateway must be set when mode is DefaultGateway"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Unnumbered' || (has(self.unnumbered) != has(self.defaultGateway))",message="exactly one of unnumbered or defaultGateway must be set when mode is Unnumbered"
 type BGPAutoDiscovery struct {
 	// Mode is how the address is found.
 	//
 	// +kubebuilder:validation:Required
 	Mode BGPAutoDiscoveryMode `json:"mode"`
 
-	// DefaultGateway configures mode DefaultGateway.
+	// DefaultGateway configures mode DefaultGateway (the route's gateway
+	// is the peer) and may configure mode Unnumbered (only the interface
+	// the route leaves by is taken).
 	//
 	// +kubebuilder:validation:Optional
 	DefaultGateway *DefaultGateway `json:"defaultGateway,omitempty"`
+
+	// Unnumbered names the interface of mode Unnumbered.
+	//
+	// +kubebuilder:validation:Optional
+	Unnumbered *BGPUnnumbered `json:"unnumbered,omitempty"`
 }
 
 // DefaultGateway names the address family whose default route gives the
-// peer's address.
+// peer's address (mode DefaultGateway) or interface (mode Unnumbered).
 type DefaultGateway struct {
 	// AddressFamily is ipv4 or ipv6. With several default routes of the
-	// family, the one with the lowest metric counts.
+	// family, the one with the lowest metric counts. With mode Unnumbered
+	// it only says which default route to follow: the session itself is
+	// always IPv6 link-local.
 	//
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:Enum=ipv4;ipv6
 	AddressFamily string `json:"addressFamily"`
+}
+
+// BGPUnnumbered names the interface of a BGP unnumbered peer.
+type BGPUnnumbered struct {
+	// Interface is the node's interface toward the peer, a point-to-point
+	// link: the peer is its only IPv6 link-local neighbour.
+	//
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	Interface string `json:"interface"`
 }
 
 // PeerConfigReference points at a peer configuration, in practice a

@@ -133,6 +133,13 @@ type CiliumBGPNodePeer struct {
 	// +kubebuilder:validation:Optional
 	AutoDiscovery *BGPAutoDiscovery `json:"autoDiscovery,omitempty"`
 
+	// PeerInterface is the node's interface toward a peer at an IPv6
+	// link-local peerAddress (peerInterface or autoDiscovery mode
+	// Unnumbered of the cluster config).
+	//
+	// +kubebuilder:validation:Optional
+	PeerInterface *string `json:"peerInterface,omitempty"`
+
 	// PeerConfigRef names the CiliumBGPPeerConfig of the session.
 	//
 	// +kubebuilder:validation:Optional

@@ -115,7 +115,13 @@ func desiredSessions(insts iter.Seq2[*tables.BGPInstance, statedb.Revision]) (ma
 			if peer.Error != "" || peer.BFD == nil || !peer.Address.IsValid() {
 				continue
 			}
-			w := want{local: peer.LocalAddress, cfg: *peer.BFD}
+			// A link-local peer's zone is the interface the session is
+			// bound to, and the local address needs it too.
+			local := peer.LocalAddress
+			if local.IsValid() && peer.Address.Zone() != "" {
+				local = local.WithZone(peer.Address.Zone())
+			}
+			w := want{local: local, cfg: *peer.BFD}
 			if cur, ok := out[peer.Address]; ok {
 				if cur != w {
 					conflicts = append(conflicts, fmt.Sprintf("peer %q of instance %q: BFD with %s already runs with the settings of %s", peer.Name, inst.Name, peer.Address, from[peer.Address]))

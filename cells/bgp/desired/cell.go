@@ -8,7 +8,8 @@
 //
 // Reads: tables nodes, bgp-cluster-configs, bgp-peer-configs,
 // bgp-advertisements, bgp-node-overrides, bgp-secrets, services,
-// endpoint-slices, bgp-default-gateways (peers found by autoDiscovery),
+// endpoint-slices, bgp-default-gateways and bgp-link-neighbors (peers
+// found by autoDiscovery),
 // devices (router IDs of IPv6-only nodes, Interface advertisements);
 // with multi-pool IPAM pod-ip-pools and cilium-nodes.
 // Writes: tables bgp-instances, bgp-routes; Events (BGPNotAdvertised, on a

@@ -44,6 +44,10 @@ type inputs struct {
 	// an IPv6-only node's router ID comes from a MAC address.
 	gateways map[string]*tables.BGPDefaultGateway
 	devices  []*tables.Device
+	// linkNeighbors are the IPv6 link-local neighbours of the interfaces
+	// BGP unnumbered peers can be on: such a peer is the one router (or
+	// neighbour) of its interface.
+	linkNeighbors []*tables.BGPLinkNeighbor
 }
 
 // derive computes the bgp-instances and bgp-routes rows of this node. Pure.
@@ -201,9 +205,15 @@ func resolvePeer(in inputs, ps tables.BGPPeerSpec, ov tables.BGPInstanceOverride
 			peer.LocalAddress = sourceAddress(in.devices, pc.SourceInterface, peer.Address.Is6())
 		}
 	}
+	linkErr := ""
+	if ps.AddressError == "" && (ps.Unnumbered || ps.Interface != "") {
+		linkErr = resolveLinkLocal(in, ps, &peer)
+	}
 	switch {
 	case ps.AddressError != "":
 		peer.Error = "peerAddress: " + ps.AddressError
+	case linkErr != "":
+		peer.Error = linkErr
 	case ps.DiscoverFamily != "" && gw == nil:
 		peer.Error = "autoDiscovery: the node has no " + ps.DiscoverFamily + " default route with a gateway"
 	case ps.DiscoverFamily != "" && gw.Gateway.IsLinkLocalUnicast():
@@ -213,7 +223,7 @@ func resolvePeer(in inputs, ps tables.BGPPeerSpec, ov tables.BGPInstanceOverride
 			ps.DiscoverFamily, gw.Gateway.WithZone(""), gw.Device)
 		peer.Address = netip.Addr{}
 	case !peer.Address.IsValid():
-		peer.Error = "neither peerAddress nor autoDiscovery (mode DefaultGateway with defaultGateway) is set"
+		peer.Error = "neither peerAddress nor autoDiscovery (mode DefaultGateway or Unnumbered) is set"
 	case ps.ASN == 0:
 		peer.Error = "peerASN is not set"
 	case pc == nil:

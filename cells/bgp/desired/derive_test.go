@@ -361,7 +361,7 @@ func TestDeriveAutoDiscoveryAndLocalPort(t *testing.T) {
 			wantErr: "autoDiscovery: the ipv6 default route's gateway fe80::1 (device eth0) is link-local, which autoDiscovery does not support; set peerAddress"},
 		{name: "no default route of the family", family: "ipv6", gateways: []*tables.BGPDefaultGateway{gw4},
 			wantErr: "autoDiscovery: the node has no ipv6 default route with a gateway", wantPort: -1},
-		{name: "neither address nor discovery", family: "", wantErr: "neither peerAddress nor autoDiscovery (mode DefaultGateway with defaultGateway) is set", wantPort: -1},
+		{name: "neither address nor discovery", family: "", wantErr: "neither peerAddress nor autoDiscovery (mode DefaultGateway or Unnumbered) is set", wantPort: -1},
 		{name: "the cluster config's localPort", family: "ipv4", gateways: []*tables.BGPDefaultGateway{gw4}, wantAddr: "198.18.44.2", clusterPort: 1790, wantPort: 1790},
 		{name: "the override's localPort wins", family: "ipv4", gateways: []*tables.BGPDefaultGateway{gw4}, wantAddr: "198.18.44.2", clusterPort: 1790, overridePort: 1791, wantPort: 1791},
 	} {

@@ -37,6 +37,7 @@ type params struct {
 	PodPools       statedb.Table[*tables.PodIPPool]
 	CiliumNodes    statedb.Table[*tables.CiliumNode]
 	Gateways       statedb.Table[*tables.BGPDefaultGateway]
+	LinkNeighbors  statedb.Table[*tables.BGPLinkNeighbor]
 	Devices        statedb.Table[*tables.Device]
 	Instances      statedb.RWTable[*tables.BGPInstance]
 	Routes         statedb.RWTable[*tables.BGPRoute]
@@ -63,7 +64,7 @@ func registerDerivation(p params) {
 // and opens no session before that, so a restarted agent never tells its
 // peers (End-of-RIB after a graceful restart) that it has no routes.
 func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health cell.Health) error {
-	waitFor := []tables.Initializable{p.Nodes, p.ClusterConfigs, p.PeerConfigs, p.Adverts, p.Overrides, p.Secrets, p.Services, p.Slices, p.Gateways, p.Devices}
+	waitFor := []tables.Initializable{p.Nodes, p.ClusterConfigs, p.PeerConfigs, p.Adverts, p.Overrides, p.Secrets, p.Services, p.Slices, p.Gateways, p.LinkNeighbors, p.Devices}
 	if p.Agent.MultiPool() {
 		waitFor = append(waitFor, p.PodPools, p.CiliumNodes)
 	}
@@ -102,6 +103,7 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 			in.gateways[g.Family] = g
 		}
 		in.devices = statedb.Collect(tablesync.All(w, txn, p.Devices))
+		in.linkNeighbors = statedb.Collect(tablesync.All(w, txn, p.LinkNeighbors))
 		for pc := range pcs {
 			in.peerConfigs[pc.Name] = pc
 		}

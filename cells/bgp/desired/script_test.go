@@ -28,6 +28,7 @@ func TestScript(t *testing.T) {
 			// addresses (derive_test.go covers the rest).
 			cell.Provide(
 				tables.NewBGPDefaultGatewaysTable, statedb.RWTable[*tables.BGPDefaultGateway].ToTable,
+				tables.NewBGPLinkNeighborsTable, statedb.RWTable[*tables.BGPLinkNeighbor].ToTable,
 				tables.NewDevicesTable, statedb.RWTable[*tables.Device].ToTable,
 			),
 		),

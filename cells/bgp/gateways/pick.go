@@ -3,6 +3,7 @@ package gateways
 import (
 	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/heraldlb/herald/tables"
 )
@@ -51,4 +52,72 @@ func pick(routes []route) []*tables.BGPDefaultGateway {
 		return 0
 	})
 	return out
+}
+
+// interest are the interfaces whose neighbours bgp-link-neighbors holds:
+// those a cluster config names for a peer (autoDiscovery mode Unnumbered,
+// peerInterface), and the interfaces of the default routes of the
+// families an Unnumbered peer follows. Every cluster config's, whether it
+// selects the node or not: a name that is not on the node costs nothing.
+func interest(ccs []*tables.BGPClusterConfig, gws []*tables.BGPDefaultGateway) []string {
+	var out []string
+	for _, cc := range ccs {
+		for _, inst := range cc.Instances {
+			for _, p := range inst.Peers {
+				switch {
+				case p.Interface != "":
+					out = append(out, p.Interface)
+				case p.Unnumbered:
+					for _, g := range gws {
+						if g.Family == p.UnnumberedFamily && g.Device != "" {
+							out = append(out, g.Device)
+						}
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// neighbor is what neighborRows needs of one kernel neighbour entry.
+type neighbor struct {
+	device string
+	addr   netip.Addr
+	failed bool // the neighbour did not answer
+	router bool
+}
+
+// neighborRows are the rows of bgp-link-neighbors: the IPv6 link-local
+// neighbours that did not fail, once each, in order, with whether they are
+// routers. It also returns the routers, for the next call (wasRouter, by
+// "device/address"). A neighbour stays a router once it said so, while the
+// kernel keeps it: the kernel clears the flag on a Neighbor Advertisement
+// without it (a router whose IPv6 forwarding is off on the link sends
+// those), and a Router Advertisement does not always set it again.
+func neighborRows(entries []neighbor, wasRouter map[string]bool) ([]*tables.BGPLinkNeighbor, map[string]bool) {
+	var out []*tables.BGPLinkNeighbor
+	routers := map[string]bool{}
+	for _, e := range entries {
+		key := e.device + "/" + e.addr.WithZone("").String()
+		if e.device == "" || e.failed || !e.addr.Is6() || !e.addr.IsLinkLocalUnicast() {
+			continue
+		}
+		router := e.router || wasRouter[key]
+		if router {
+			routers[key] = true
+		}
+		n := &tables.BGPLinkNeighbor{Device: e.device, Address: e.addr.WithZone(""), Router: router}
+		if !slices.ContainsFunc(out, func(o *tables.BGPLinkNeighbor) bool { return *o == *n }) {
+			out = append(out, n)
+		}
+	}
+	slices.SortFunc(out, func(a, b *tables.BGPLinkNeighbor) int {
+		if c := strings.Compare(a.Device, b.Device); c != 0 {
+			return c
+		}
+		return a.Address.Compare(b.Address)
+	})
+	return out, routers
 }

@@ -23,22 +23,27 @@ import (
 type params struct {
 	cell.In
 
-	BGP   bgpconfig.Config
-	DB    *statedb.DB
-	Table statedb.RWTable[*tables.BGPDefaultGateway]
-	Jobs  job.Group
-	Log   *slog.Logger
+	BGP            bgpconfig.Config
+	DB             *statedb.DB
+	Table          statedb.RWTable[*tables.BGPDefaultGateway]
+	Neighbors      statedb.RWTable[*tables.BGPLinkNeighbor]
+	ClusterConfigs statedb.Table[*tables.BGPClusterConfig]
+	Jobs           job.Group
+	Log            *slog.Logger
 }
 
 func registerWatcher(p params) {
 	if !p.BGP.EnableBGPControlPlane {
 		return
 	}
-	wtxn := p.DB.WriteTxn(p.Table)
+	wtxn := p.DB.WriteTxn(p.Table, p.Neighbors)
 	initDone := p.Table.RegisterInitializer(wtxn, "netlink-routes")
+	neighborsDone := p.Neighbors.RegisterInitializer(wtxn, "netlink-neighbors")
 	wtxn.Commit()
 	w := &watcher{params: p, initDone: initDone}
 	p.Jobs.Add(job.OneShot("watch-routes", w.run))
+	nw := &neighborWatcher{params: p, table: p.Neighbors, initDone: neighborsDone}
+	p.Jobs.Add(job.OneShot("watch-link-neighbors", nw.run))
 }
 
 type watcher struct {

@@ -53,6 +53,14 @@ func peerToAPI(p tables.BGPPeer) *api.Peer {
 	if p.LocalAddress.IsValid() {
 		out.Transport.LocalAddress = p.LocalAddress.String()
 	}
+	if p.Interface != "" {
+		// A link-local peer: the session is bound to the interface, and
+		// LocalAddress is its link-local address without a zone, which
+		// the bound socket needs no more and which GoBGP takes as the
+		// next hop of the routes (an address with a zone it cannot
+		// parse, and would send routes without one).
+		out.Transport.BindInterface = p.Interface
+	}
 	if p.EBGPMultihop > 1 {
 		out.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(p.EBGPMultihop)}
 	}

@@ -30,8 +30,18 @@ func TestPeerToAPI(t *testing.T) {
 	}
 
 	plain := peerToAPI(tables.BGPPeer{Address: netip.MustParseAddr("fd00::1"), ASN: 1, EBGPMultihop: 1, Families: []string{"ipv6-unicast"}})
-	if plain.EbgpMultihop != nil || plain.GracefulRestart != nil || plain.Transport.LocalAddress != "" || plain.AfiSafis[0].MpGracefulRestart != nil {
+	if plain.EbgpMultihop != nil || plain.GracefulRestart != nil || plain.Transport.LocalAddress != "" || plain.AfiSafis[0].MpGracefulRestart != nil ||
+		plain.Transport.BindInterface != "" {
 		t.Errorf("defaults set what was not asked for: %+v", plain)
+	}
+
+	// A link-local peer: the zone goes with the neighbor address, the
+	// session is bound to the interface, and the local address (GoBGP's
+	// next hop) has no zone.
+	ll := peerToAPI(tables.BGPPeer{Address: netip.MustParseAddr("fe80::1%eth1"), LocalAddress: netip.MustParseAddr("fe80::11"),
+		Interface: "eth1", Unnumbered: true, ASN: 1, Families: []string{"ipv4-unicast", "ipv6-unicast"}})
+	if ll.Conf.NeighborAddress != "fe80::1%eth1" || ll.Transport.LocalAddress != "fe80::11" || ll.Transport.BindInterface != "eth1" {
+		t.Errorf("link-local peer: conf %+v, transport %+v", ll.Conf, ll.Transport)
 	}
 }
 

@@ -32,13 +32,20 @@ func nodeSpec(instances []*tables.BGPInstance) v2alpha1.CiliumBGPNodeSpec {
 		for _, p := range i.Peers {
 			np := v2alpha1.CiliumBGPNodePeer{Name: p.Name}
 			if p.Address.IsValid() {
-				np.PeerAddress = ptr.To(p.Address.String())
+				np.PeerAddress = ptr.To(p.Address.WithZone("").String())
+			}
+			if p.Interface != "" {
+				np.PeerInterface = ptr.To(p.Interface)
 			}
 			if p.ASN != 0 {
 				np.PeerASN = ptr.To(p.ASN)
 			}
 			if p.LocalAddress.IsValid() {
 				np.LocalAddress = ptr.To(p.LocalAddress.String())
+			}
+			if p.Unnumbered && p.Interface != "" {
+				np.AutoDiscovery = &v2alpha1.BGPAutoDiscovery{Mode: v2alpha1.BGPUnnumberedMode,
+					Unnumbered: &v2alpha1.BGPUnnumbered{Interface: p.Interface}}
 			}
 			if p.DiscoveredFamily != "" {
 				np.AutoDiscovery = &v2alpha1.BGPAutoDiscovery{Mode: v2alpha1.BGPDefaultGatewayMode,
