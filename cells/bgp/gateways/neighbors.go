@@ -40,34 +40,15 @@ func (w *neighborWatcher) run(ctx context.Context, health cell.Health) error {
 	if err := tables.WaitInitialized(ctx, w.DB, w.ClusterConfigs); err != nil {
 		return nil
 	}
-	for ctx.Err() == nil {
-		err := w.follow(ctx, health)
-		if ctx.Err() != nil {
-			return nil
-		}
-		health.Degraded("following the IPv6 link-local neighbours", err)
-		w.Log.Warn("Following the IPv6 link-local neighbours failed; subscribing again", "error", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(retryDelay):
-		}
-	}
-	return nil
+	return keepFollowing(ctx, health, w.Log, "following the IPv6 link-local neighbours", w.follow)
 }
 
 func (w *neighborWatcher) follow(ctx context.Context, health cell.Health) error {
 	updates := make(chan netlink.NeighUpdate, 64)
-	failed := make(chan error, 1)
+	onError, failed := subscriptionErrors()
 	done := make(chan struct{})
 	defer close(done)
-	err := netlink.NeighSubscribeWithOptions(updates, done, netlink.NeighSubscribeOptions{
-		ErrorCallback: func(err error) {
-			select {
-			case failed <- err:
-			default:
-			}
-		},
-	})
+	err := netlink.NeighSubscribeWithOptions(updates, done, netlink.NeighSubscribeOptions{ErrorCallback: onError})
 	if err != nil {
 		return fmt.Errorf("subscribing to neighbours: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"reflect"
-	"time"
 
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/hive/job"
@@ -51,41 +50,20 @@ type watcher struct {
 	initDone func(statedb.WriteTxn) // nil once called
 }
 
-const retryDelay = time.Second
-
 // run keeps the table equal to the default routes until the agent stops:
 // subscribed to route changes, it lists the main table again after each
 // burst of them (a route change is rare, a full list of a host's routes
 // cheap). A failed subscription is renewed.
 func (w *watcher) run(ctx context.Context, health cell.Health) error {
-	for ctx.Err() == nil {
-		err := w.follow(ctx, health)
-		if ctx.Err() != nil {
-			return nil
-		}
-		health.Degraded("following the default routes", err)
-		w.Log.Warn("Following the default routes failed; subscribing again", "error", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(retryDelay):
-		}
-	}
-	return nil
+	return keepFollowing(ctx, health, w.Log, "following the default routes", w.follow)
 }
 
 func (w *watcher) follow(ctx context.Context, health cell.Health) error {
 	updates := make(chan netlink.RouteUpdate, 64)
-	failed := make(chan error, 1)
+	onError, failed := subscriptionErrors()
 	done := make(chan struct{})
 	defer close(done)
-	err := netlink.RouteSubscribeWithOptions(updates, done, netlink.RouteSubscribeOptions{
-		ErrorCallback: func(err error) {
-			select {
-			case failed <- err:
-			default:
-			}
-		},
-	})
+	err := netlink.RouteSubscribeWithOptions(updates, done, netlink.RouteSubscribeOptions{ErrorCallback: onError})
 	if err != nil {
 		return fmt.Errorf("subscribing to routes: %w", err)
 	}
