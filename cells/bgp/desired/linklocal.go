@@ -12,8 +12,8 @@ import (
 // link-local address: peerInterface with a link-local peerAddress, or BGP
 // unnumbered, where the address is the interface's one link-local router
 // (the peer's Router Advertisements made it known; failing a router, its
-// one link-local neighbour) and the interface is
-// named or is the one a default route leaves by. The session is bound to
+// one link-local neighbour) and the interface is named or is the one a
+// default route leaves by. The session is bound to
 // the interface: Address carries it as zone, and LocalAddress is the
 // interface's own link-local address, which is also the next hop of the
 // routes sent (IPv4 ones too: RFC 8950 extended next hop). It returns

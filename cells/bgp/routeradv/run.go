@@ -2,6 +2,7 @@ package routeradv
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/cilium/hive/cell"
@@ -51,11 +52,7 @@ func describe(names []string) string {
 	if len(names) == 0 {
 		return "no interface"
 	}
-	s := names[0]
-	for _, n := range names[1:] {
-		s += ", " + n
-	}
-	return s
+	return strings.Join(names, ", ")
 }
 
 // interval is how often a sender advertises unasked. A peer that
