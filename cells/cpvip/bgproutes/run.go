@@ -3,12 +3,14 @@ package bgproutes
 import (
 	"context"
 	"log/slog"
+	"reflect"
 
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/hive/job"
 	"github.com/cilium/statedb"
 
 	"github.com/heraldlb/herald/cells/cpvip/cpvipconfig"
+	"github.com/heraldlb/herald/cells/internal/tablesync"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -49,32 +51,16 @@ func register(p params) error {
 
 // follow keeps bgp-routes equal to routes() of the l2-announce entries.
 func follow(ctx context.Context, p params, b *cpvipconfig.BGP, done func(statedb.WriteTxn)) error {
-	for {
-		entries, watch := p.Announce.AllWatch(p.DB.ReadTxn())
-		want := map[string]*tables.BGPRoute{}
-		for _, r := range routes(b, statedb.Collect(entries)) {
-			want[r.Key()] = r
-		}
+	tablesync.Loop(ctx, p.DB, func(txn statedb.ReadTxn, w *tablesync.Watches) {
+		rows := routes(b, statedb.Collect(tablesync.All(w, txn, p.Announce)))
 		wtxn := p.DB.WriteTxn(p.Routes)
-		for r := range p.Routes.All(wtxn) {
-			if want[r.Key()] == nil {
-				_, _, _ = p.Routes.Delete(wtxn, r)
-			}
-		}
-		for key, r := range want {
-			if _, _, ok := p.Routes.Get(wtxn, tables.BGPRouteKeyIndex.Query(key)); !ok {
-				_, _, _ = p.Routes.Insert(wtxn, r)
-			}
-		}
+		tablesync.Sync(wtxn, p.Routes, rows, (*tables.BGPRoute).Key,
+			func(a, b *tables.BGPRoute) bool { return reflect.DeepEqual(a, b) })
 		if done != nil {
 			done(wtxn)
 			done = nil
 		}
 		wtxn.Commit()
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-watch:
-		}
-	}
+	})
+	return nil
 }
