@@ -53,22 +53,36 @@ func (e *Engine) Explain(key string) []string {
 		return []string{fmt.Sprintf("Service %s is not known to the agent.", key)}
 	}
 	svc := s.row
+	if !e.resp.Handles(svc) {
+		return []string{notHandled(svc)}
+	}
+	out := []string{fmt.Sprintf("Handled by LB IPAM (type LoadBalancer, loadBalancerClass %s).", orDash(svc.LoadBalancerClass))}
+	want, request := e.explainRequest(svc)
+	out = append(out, request...)
+	out = append(out, e.explainDecision(s)...)
+	for _, p := range e.choiceOrder {
+		out = append(out, fmt.Sprintf("Pool %s%s: %s", p.row.Name, priorityNote(p), e.poolVerdict(p, svc, want)))
+	}
+	return append(out, e.explainSharing(s)...)
+}
+
+// notHandled says why LB IPAM leaves the Service alone.
+func notHandled(svc *tables.Service) string {
+	switch {
+	case svc.Type != corev1.ServiceTypeLoadBalancer:
+		return fmt.Sprintf("Not handled: type is %s, LB IPAM only serves type LoadBalancer.", svc.Type)
+	case svc.LoadBalancerClass == "":
+		return fmt.Sprintf("Not handled: no loadBalancerClass and default-lb-service-ipam is none; annotate %s: \"true\" to opt in.", tables.AnnotationExternalIPsOptIn)
+	default:
+		return fmt.Sprintf("Not handled: loadBalancerClass %q is not one LB IPAM serves with the agent's features (unset, %s with L2 announcements, %s with BGP).", svc.LoadBalancerClass, ClassL2Announcer, ClassBGP)
+	}
+}
+
+// explainRequest: the families the Service wants and what its annotations
+// ask for.
+func (e *Engine) explainRequest(svc *tables.Service) ([]family, []string) {
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-
-	if !e.resp.Handles(svc) {
-		switch {
-		case svc.Type != corev1.ServiceTypeLoadBalancer:
-			add("Not handled: type is %s, LB IPAM only serves type LoadBalancer.", svc.Type)
-		case svc.LoadBalancerClass == "":
-			add("Not handled: no loadBalancerClass and default-lb-service-ipam is none; annotate %s: \"true\" to opt in.", tables.AnnotationExternalIPsOptIn)
-		default:
-			add("Not handled: loadBalancerClass %q is not one LB IPAM serves with the agent's features (unset, %s with L2 announcements, %s with BGP).", svc.LoadBalancerClass, ClassL2Announcer, ClassBGP)
-		}
-		return out
-	}
-	add("Handled by LB IPAM (type LoadBalancer, loadBalancerClass %s).", orDash(svc.LoadBalancerClass))
-
 	want, reason, message := e.families.wantedFamilies(svc)
 	policy := svc.IPFamilyPolicy
 	if policy == "" {
@@ -79,57 +93,71 @@ func (e *Engine) Explain(key string) []string {
 	} else {
 		add("Families: ipFamilyPolicy %s asks for %s.", policy, familyList(want))
 	}
-	if a := svc.Annotations; a.Error != "" {
+	a := svc.Annotations
+	if a.Error != "" {
 		add("Request: unparsable, %s; the Service keeps what it has until this is fixed.", a.Error)
 	} else if len(a.RequestedIPs) > 0 {
 		add("Request: the IPs %s (annotation %s, %s or spec.loadBalancerIP).", addrList(a.RequestedIPs), tables.AnnotationIPs, tables.AnnotationMetalLBIPs)
 	}
-	if a := svc.Annotations; a.Pool != "" {
+	if a.Pool != "" {
 		add("Pool: only IP Pool '%s' may give it addresses (annotation %s).", a.Pool, a.PoolAnnotation)
 	}
-	if a := svc.Annotations; a.Disagreement != "" {
+	if a.Disagreement != "" {
 		add("Annotations disagree: %s.", a.Disagreement)
 	}
+	return want, out
+}
 
-	if d := s.decision; d != nil {
-		if d.Satisfied {
-			add("Decision: satisfied with %s.", heldList(d.IPs))
-		} else {
-			add("Decision: pending, reason %s: %s", d.Reason, d.Message)
-			if len(d.IPs) > 0 {
-				add("It keeps %s meanwhile.", heldList(d.IPs))
-			}
+// explainDecision: the allocator's last decision on the Service.
+func (e *Engine) explainDecision(s *svcState) []string {
+	var out []string
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	d := s.decision
+	switch {
+	case d == nil && len(e.pools) == 0:
+		add("Decision: none yet; LB IPAM sleeps until the first CiliumLoadBalancerIPPool exists.")
+	case d == nil:
+	case d.Satisfied:
+		add("Decision: satisfied with %s.", heldList(d.IPs))
+	default:
+		add("Decision: pending, reason %s: %s", d.Reason, d.Message)
+		if len(d.IPs) > 0 {
+			add("It keeps %s meanwhile.", heldList(d.IPs))
 		}
+	}
+	if d != nil {
 		for _, r := range d.Released {
 			add("Released %s: %s.", r.Addr, r.Reason)
 		}
-	} else if len(e.pools) == 0 {
-		add("Decision: none yet; LB IPAM sleeps until the first CiliumLoadBalancerIPPool exists.")
 	}
+	return out
+}
 
-	for _, p := range e.choiceOrder {
-		add("Pool %s%s: %s", p.row.Name, priorityNote(p), e.poolVerdict(p, svc, want))
+// explainSharing: with whom the Service shares its addresses, and with
+// whom of its sharing key it cannot.
+func (e *Engine) explainSharing(s *svcState) []string {
+	k := s.row.Annotations.SharingKey
+	if k == "" {
+		return nil
 	}
-
-	if k := svc.Annotations.SharingKey; k != "" {
-		for _, h := range s.held {
-			var partners []string
-			for _, u := range sortedUsers(e.ips[h.Addr]) {
-				if u != s && u.row != nil {
-					partners = append(partners, u.row.Key())
-				}
-			}
-			if len(partners) > 0 {
-				add("Sharing: %s is shared under sharing key %q with %s.", h.Addr, k, strings.Join(partners, ", "))
+	var out []string
+	for _, h := range s.held {
+		var partners []string
+		for _, u := range sortedUsers(e.ips[h.Addr]) {
+			if u != s && u.row != nil {
+				partners = append(partners, u.row.Key())
 			}
 		}
-		for _, o := range sortedMembers(e.byKey[k]) {
-			if o == s || o.row == nil {
-				continue
-			}
-			if ok, why := canShare(svc, o.row); !ok {
-				add("Sharing: cannot share with %s: %s.", o.row.Key(), why)
-			}
+		if len(partners) > 0 {
+			out = append(out, fmt.Sprintf("Sharing: %s is shared under sharing key %q with %s.", h.Addr, k, strings.Join(partners, ", ")))
+		}
+	}
+	for _, o := range sortedMembers(e.byKey[k]) {
+		if o == s || o.row == nil {
+			continue
+		}
+		if ok, why := canShare(s.row, o.row); !ok {
+			out = append(out, fmt.Sprintf("Sharing: cannot share with %s: %s.", o.row.Key(), why))
 		}
 	}
 	return out
