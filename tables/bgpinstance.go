@@ -42,7 +42,7 @@ type BGPPeer struct {
 	DiscoveredFamily string `json:"discoveredFamily,omitempty"`
 	// Interface is the device a session to an IPv6 link-local peer is
 	// bound to (peerInterface, or BGP unnumbered); Address then carries
-	// it as its zone, and LocalAddress is the device's own link-local
+	// its index as zone, and LocalAddress is the device's own link-local
 	// address. Set for an unnumbered peer whose neighbour is not known
 	// yet too: the node advertises itself there as a router so that the
 	// peer can find it.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/tables"
+	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/frr"
 )
 
@@ -25,68 +26,8 @@ import (
 func TestUnnumbered(t *testing.T) {
 	ensureAgents(t)
 	n := nodes[0]
-	const dev, routerDev, peerName, pcName = "hbgp-un", "hbgp-un-r", "unnumbered", "unnumbered"
-	n.ip(t, "link", "add", dev, "type", "veth", "peer", "name", routerDev, "netns", routerHost.Netns)
-	t.Cleanup(func() { _ = exec.Command("ip", "-n", n.host.Netns, "link", "del", dev).Run() })
-	for ns, d := range map[string]string{n.host.Netns: dev, routerHost.Netns: routerDev} {
-		if out, err := exec.Command("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf."+d+".disable_ipv6=0").CombinedOutput(); err != nil {
-			t.Fatalf("enabling IPv6 on %s: %v: %s", d, err, out)
-		}
-		if out, err := exec.Command("ip", "-n", ns, "link", "set", d, "up").CombinedOutput(); err != nil {
-			t.Fatalf("%s up: %v: %s", d, err, out)
-		}
-	}
-
-	// Both families over the one session, and BFD on it.
-	pc := peerConfig(pcName, "ipv4", "")
-	pc.Spec.BFD = &v2alpha1.CiliumBGPBFD{ReceiveIntervalMilliseconds: ptr.To[int32](bfdIntervalMs),
-		TransmitIntervalMilliseconds: ptr.To[int32](bfdIntervalMs), DetectMultiplier: ptr.To[int32](bfdMult)}
-	pc.Spec.Families = append(pc.Spec.Families, v2alpha1.CiliumBGPFamilyWithAdverts{
-		CiliumBGPFamily: v2alpha1.CiliumBGPFamily{Afi: "ipv6", Safi: "unicast"}, Advertisements: pc.Spec.Families[0].Advertisements})
-	if _, err := herald.CiliumV2alpha1().CiliumBGPPeerConfigs().Create(ctxT(t), pc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = herald.CiliumV2alpha1().CiliumBGPPeerConfigs().Delete(ctxT(t), pcName, metav1.DeleteOptions{})
-	})
-	editPeers(t, func(peers []v2alpha1.CiliumBGPPeer) []v2alpha1.CiliumBGPPeer {
-		return append(peers, v2alpha1.CiliumBGPPeer{Name: peerName, PeerASN: ptr.To[int64](routerASN),
-			AutoDiscovery: &v2alpha1.BGPAutoDiscovery{Mode: v2alpha1.BGPUnnumberedMode, Unnumbered: &v2alpha1.BGPUnnumbered{Interface: dev}},
-			PeerConfigRef: &v2alpha1.PeerConfigReference{Name: pcName}})
-	})
-	t.Cleanup(func() {
-		editPeers(t, func(peers []v2alpha1.CiliumBGPPeer) []v2alpha1.CiliumBGPPeer {
-			return slices.DeleteFunc(peers, func(p v2alpha1.CiliumBGPPeer) bool { return p.Name == peerName })
-		})
-	})
-
-	// The peer runs over the interface (the node advertises itself there)
-	// before the router is configured.
-	waitPeer(t, n, peerName, func(p tables.BGPPeer) bool { return p.Interface == dev && p.Unnumbered })
-
-	if err := router.Configure(fmt.Sprintf("router bgp %d", routerASN),
-		fmt.Sprintf("neighbor %s interface remote-as %d", routerDev, nodeASN), fmt.Sprintf("neighbor %s timers connect 1", routerDev),
-		fmt.Sprintf("neighbor %s bfd profile %s", routerDev, bfdProfile),
-		"address-family ipv4 unicast", fmt.Sprintf("neighbor %s activate", routerDev), "exit-address-family",
-		"address-family ipv6 unicast", fmt.Sprintf("neighbor %s activate", routerDev)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = router.Configure(fmt.Sprintf("router bgp %d", routerASN), fmt.Sprintf("no neighbor %s interface", routerDev))
-	})
-
-	// The node learns the router's link-local address, and the session
-	// comes up from the node's own.
-	configured := time.Now()
-	peer := waitPeer(t, n, peerName, func(p tables.BGPPeer) bool { return p.Error == "" && p.Address.IsValid() })
-	t.Logf("the node knows the router at %s %s after the router was configured", peer.Address, time.Since(configured).Round(time.Millisecond))
-	if !peer.Address.IsLinkLocalUnicast() || peer.Address.Zone() != dev || !peer.LocalAddress.IsLinkLocalUnicast() || !peer.Unnumbered {
-		t.Errorf("unnumbered peer %+v: want link-local addresses on %s", peer, dev)
-	}
-	if _, err := router.WaitNeighbors(ctxT(t), func(ns map[string]frr.Neighbor) bool { return ns[routerDev].State == "Established" }); err != nil {
-		t.Fatalf("unnumbered session: %v\n%s\n----- agent -----\n%s", err, router.LogTail(40), n.Logs(40))
-	}
-	t.Logf("session established %s after the router was configured", time.Since(configured).Round(time.Millisecond))
+	dev, routerDev, peerName := unDev, unRouterDev, unPeer
+	peer := setupUnnumbered(t, n)
 
 	// BFD runs between the two link-local addresses.
 	waitFor(t, "BFD over the unnumbered link", func() (bool, string) {
@@ -159,6 +100,109 @@ func TestUnnumbered(t *testing.T) {
 	}
 }
 
+// The unnumbered link of the tests: dev on the node, routerDev on the
+// router, and the names of the peer and its peer config.
+const (
+	unDev, unRouterDev, unPeer, unPeerConfig = "hbgp-un", "hbgp-un-r", "unnumbered", "unnumbered"
+)
+
+// setupUnnumbered links node n to the router with a veth pair that has only
+// IPv6 link-local addresses, gives the cluster config an unnumbered peer on
+// it (both families, BFD) and FRR its `neighbor <interface> interface`, and
+// waits for the session. Everything is undone at the test's end.
+func setupUnnumbered(t *testing.T, n *node) tables.BGPPeer {
+	t.Helper()
+	dev, routerDev, peerName, pcName := unDev, unRouterDev, unPeer, unPeerConfig
+	n.ip(t, "link", "add", dev, "type", "veth", "peer", "name", routerDev, "netns", routerHost.Netns)
+	t.Cleanup(func() { _ = exec.Command("ip", "-n", n.host.Netns, "link", "del", dev).Run() })
+	for ns, d := range map[string]string{n.host.Netns: dev, routerHost.Netns: routerDev} {
+		if out, err := exec.Command("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf."+d+".disable_ipv6=0").CombinedOutput(); err != nil {
+			t.Fatalf("enabling IPv6 on %s: %v: %s", d, err, out)
+		}
+		if out, err := exec.Command("ip", "-n", ns, "link", "set", d, "up").CombinedOutput(); err != nil {
+			t.Fatalf("%s up: %v: %s", d, err, out)
+		}
+	}
+
+	// Both families over the one session, and BFD on it.
+	pc := peerConfig(pcName, "ipv4", "")
+	pc.Spec.BFD = &v2alpha1.CiliumBGPBFD{ReceiveIntervalMilliseconds: ptr.To[int32](bfdIntervalMs),
+		TransmitIntervalMilliseconds: ptr.To[int32](bfdIntervalMs), DetectMultiplier: ptr.To[int32](bfdMult)}
+	pc.Spec.Families = append(pc.Spec.Families, v2alpha1.CiliumBGPFamilyWithAdverts{
+		CiliumBGPFamily: v2alpha1.CiliumBGPFamily{Afi: "ipv6", Safi: "unicast"}, Advertisements: pc.Spec.Families[0].Advertisements})
+	if _, err := herald.CiliumV2alpha1().CiliumBGPPeerConfigs().Create(ctxT(t), pc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = herald.CiliumV2alpha1().CiliumBGPPeerConfigs().Delete(ctxT(t), pcName, metav1.DeleteOptions{})
+	})
+	editPeers(t, func(peers []v2alpha1.CiliumBGPPeer) []v2alpha1.CiliumBGPPeer {
+		return append(peers, v2alpha1.CiliumBGPPeer{Name: peerName, PeerASN: ptr.To[int64](routerASN),
+			AutoDiscovery: &v2alpha1.BGPAutoDiscovery{Mode: v2alpha1.BGPUnnumberedMode, Unnumbered: &v2alpha1.BGPUnnumbered{Interface: dev}},
+			PeerConfigRef: &v2alpha1.PeerConfigReference{Name: pcName}})
+	})
+	t.Cleanup(func() {
+		editPeers(t, func(peers []v2alpha1.CiliumBGPPeer) []v2alpha1.CiliumBGPPeer {
+			return slices.DeleteFunc(peers, func(p v2alpha1.CiliumBGPPeer) bool { return p.Name == peerName })
+		})
+	})
+
+	// The peer runs over the interface (the node advertises itself there)
+	// before the router is configured.
+	waitPeer(t, n, peerName, func(p tables.BGPPeer) bool { return p.Interface == dev && p.Unnumbered })
+
+	if err := router.Configure(fmt.Sprintf("router bgp %d", routerASN),
+		fmt.Sprintf("neighbor %s interface remote-as %d", routerDev, nodeASN), fmt.Sprintf("neighbor %s timers connect 1", routerDev),
+		fmt.Sprintf("neighbor %s bfd profile %s", routerDev, bfdProfile),
+		"address-family ipv4 unicast", fmt.Sprintf("neighbor %s activate", routerDev), "exit-address-family",
+		"address-family ipv6 unicast", fmt.Sprintf("neighbor %s activate", routerDev)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = router.Configure(fmt.Sprintf("router bgp %d", routerASN), fmt.Sprintf("no neighbor %s interface", routerDev))
+	})
+
+	// The node learns the router's link-local address, and the session
+	// comes up from the node's own.
+	configured := time.Now()
+	peer := waitPeer(t, n, peerName, func(p tables.BGPPeer) bool { return p.Error == "" && p.Address.IsValid() })
+	t.Logf("the node knows the router at %s %s after the router was configured", peer.Address, time.Since(configured).Round(time.Millisecond))
+	if !peer.Address.IsLinkLocalUnicast() || peer.Address.Zone() == "" || peer.Interface != dev || !peer.LocalAddress.IsLinkLocalUnicast() || !peer.Unnumbered {
+		t.Errorf("unnumbered peer %+v: want link-local addresses on %s", peer, dev)
+	}
+	if _, err := router.WaitNeighbors(ctxT(t), func(ns map[string]frr.Neighbor) bool { return ns[routerDev].State == "Established" }); err != nil {
+		t.Fatalf("unnumbered session: %v\n%s\n----- agent -----\n%s", err, router.LogTail(40), n.Logs(40))
+	}
+	t.Logf("session established %s after the router was configured", time.Since(configured).Round(time.Millisecond))
+
+	return peer
+}
+
+// An agent killed with -9 finds the router again as it starts: the kernel
+// keeps the neighbour, though no longer necessarily flagged as a router
+// (the agent's memory of the flag died with it), and the session comes back.
+func TestUnnumberedAgentKilled(t *testing.T) {
+	ensureAgents(t)
+	n := nodes[0]
+	setupUnnumbered(t, n)
+	before, err := router.Neighbors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Kill9(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitPeer(t, n, unPeer, func(p tables.BGPPeer) bool { return p.Error == "" && p.Address.IsValid() })
+	if _, err := router.WaitNeighbors(ctxT(t), func(ns map[string]frr.Neighbor) bool {
+		return ns[unRouterDev].State == "Established" && ns[unRouterDev].ConnectionsEstablished > before[unRouterDev].ConnectionsEstablished
+	}); err != nil {
+		t.Fatalf("unnumbered session after the agent's restart: %v\n%s", err, n.Logs(40))
+	}
+}
+
 // editPeers changes the peers of the shared cluster config's instance.
 func editPeers(t *testing.T, edit func([]v2alpha1.CiliumBGPPeer) []v2alpha1.CiliumBGPPeer) {
 	t.Helper()
@@ -178,7 +222,12 @@ func waitPeer(t *testing.T, n *node, name string, ok func(tables.BGPPeer) bool) 
 	t.Helper()
 	var found tables.BGPPeer
 	waitFor(t, "peer "+name+" of "+n.Name, func() (bool, string) {
-		for _, inst := range dbgTable[tables.BGPInstance](t, n, tables.BGPInstancesTableName) {
+		// An agent that has just started may not answer yet.
+		insts, err := agentproc.Table[tables.BGPInstance](n.Agent, tables.BGPInstancesTableName)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, inst := range insts {
 			for _, p := range inst.Peers {
 				if p.Name == name {
 					found = p

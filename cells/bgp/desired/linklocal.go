@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 
 	"github.com/heraldlb/herald/tables"
 )
@@ -14,7 +15,7 @@ import (
 // (the peer's Router Advertisements made it known; failing a router, its
 // one link-local neighbour) and the interface is named or is the one a
 // default route leaves by. The session is bound to
-// the interface: Address carries it as zone, and LocalAddress is the
+// the interface: Address carries its index as zone, and LocalAddress is the
 // interface's own link-local address, which is also the next hop of the
 // routes sent (IPv4 ones too: RFC 8950 extended next hop). It returns
 // why the peer cannot run, "" when it can. Interface and Unnumbered are
@@ -46,8 +47,13 @@ func resolveLinkLocal(in inputs, ps tables.BGPPeerSpec, peer *tables.BGPPeer) st
 	if !peer.LocalAddress.IsValid() {
 		return fmt.Sprintf("interface %s has no IPv6 link-local address (is IPv6 on for it?)", name)
 	}
+	// The zone is the interface's index, not its name: Go maps a zone
+	// name to an index once a minute, so a name would keep dialling an
+	// interface that was deleted and created again for up to a minute.
+	// A new index is a new address, and the peer is configured anew.
+	zone := strconv.Itoa(in.devices[i].Index)
 	if !ps.Unnumbered {
-		peer.Address = ps.Address.WithZone(name)
+		peer.Address = ps.Address.WithZone(zone)
 		return ""
 	}
 	// The peer of an unnumbered session is a router and says so in its
@@ -75,7 +81,7 @@ func resolveLinkLocal(in inputs, ps tables.BGPPeerSpec, peer *tables.BGPPeer) st
 	case 0:
 		return fmt.Sprintf("autoDiscovery: no IPv6 link-local neighbour seen on interface %s yet (the peer's Router Advertisements make it known)", name)
 	case 1:
-		peer.Address = found[0].WithZone(name)
+		peer.Address = found[0].WithZone(zone)
 		return ""
 	default:
 		return fmt.Sprintf("autoDiscovery: %d IPv6 link-local %s on interface %s %v; BGP unnumbered needs a point-to-point link with one", len(found), what, name, found)

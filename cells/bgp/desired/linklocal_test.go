@@ -8,13 +8,13 @@ import (
 )
 
 // A peer over an interface (peerInterface, or BGP unnumbered) is reached
-// at a zoned link-local address from the interface's own link-local
-// address; an unnumbered one is the interface's one link-local router,
+// at a link-local address zoned with the interface's index, from the
+// interface's own link-local address; an unnumbered one is the interface's one link-local router,
 // the interface named or the default route's. Until it can run, it says
 // why, and still names its interface (the node advertises itself there).
 func TestDeriveLinkLocalPeers(t *testing.T) {
-	dev := func(name string, ips ...string) *tables.Device {
-		d := &tables.Device{Name: name}
+	dev := func(name string, index int, ips ...string) *tables.Device {
+		d := &tables.Device{Name: name, Index: index}
 		for _, ip := range ips {
 			d.Addresses = append(d.Addresses, tables.DeviceAddress{Addr: netip.MustParseAddr(ip)})
 		}
@@ -26,7 +26,7 @@ func TestDeriveLinkLocalPeers(t *testing.T) {
 	host := func(dev, ip string) *tables.BGPLinkNeighbor {
 		return &tables.BGPLinkNeighbor{Device: dev, Address: netip.MustParseAddr(ip)}
 	}
-	devices := []*tables.Device{dev("eth0", "198.18.44.11", "fe80::11"), dev("eth1", "198.18.45.11", "fe80::a"), dev("v4only", "198.18.46.11")}
+	devices := []*tables.Device{dev("eth0", 2, "198.18.44.11", "fe80::11"), dev("eth1", 3, "198.18.45.11", "fe80::a"), dev("v4only", 4, "198.18.46.11")}
 	gw4 := &tables.BGPDefaultGateway{Family: "ipv4", Gateway: netip.MustParseAddr("198.18.45.1"), Device: "eth1"}
 	for _, c := range []struct {
 		name                 string
@@ -39,15 +39,15 @@ func TestDeriveLinkLocalPeers(t *testing.T) {
 		{name: "unnumbered on a named interface",
 			spec:     tables.BGPPeerSpec{Unnumbered: true, Interface: "eth0"},
 			routers:  []*tables.BGPLinkNeighbor{router("eth0", "fe80::1"), router("eth1", "fe80::2")},
-			wantAddr: "fe80::1%eth0", wantLocal: "fe80::11", wantIface: "eth0", wantUnnumberedOnPeer: true},
+			wantAddr: "fe80::1%2", wantLocal: "fe80::11", wantIface: "eth0", wantUnnumberedOnPeer: true},
 		{name: "unnumbered: the node's own address is no peer",
 			spec:     tables.BGPPeerSpec{Unnumbered: true, Interface: "eth0"},
 			routers:  []*tables.BGPLinkNeighbor{router("eth0", "fe80::1"), router("eth0", "fe80::11")},
-			wantAddr: "fe80::1%eth0", wantLocal: "fe80::11", wantIface: "eth0", wantUnnumberedOnPeer: true},
+			wantAddr: "fe80::1%2", wantLocal: "fe80::11", wantIface: "eth0", wantUnnumberedOnPeer: true},
 		{name: "unnumbered on the default route's interface",
 			spec:     tables.BGPPeerSpec{Unnumbered: true, UnnumberedFamily: "ipv4"},
 			routers:  []*tables.BGPLinkNeighbor{router("eth0", "fe80::1"), router("eth1", "fe80::2")},
-			wantAddr: "fe80::2%eth1", wantLocal: "fe80::a", wantIface: "eth1", wantUnnumberedOnPeer: true},
+			wantAddr: "fe80::2%3", wantLocal: "fe80::a", wantIface: "eth1", wantUnnumberedOnPeer: true},
 		{name: "unnumbered, no such default route",
 			spec:    tables.BGPPeerSpec{Unnumbered: true, UnnumberedFamily: "ipv6"},
 			wantErr: "autoDiscovery: the node has no ipv6 default route whose interface the unnumbered peer is on", wantUnnumberedOnPeer: true},
@@ -59,11 +59,11 @@ func TestDeriveLinkLocalPeers(t *testing.T) {
 		{name: "unnumbered: a router wins over hosts",
 			spec:     tables.BGPPeerSpec{Unnumbered: true, Interface: "eth0"},
 			routers:  []*tables.BGPLinkNeighbor{host("eth0", "fe80::5"), router("eth0", "fe80::1"), host("eth0", "fe80::6")},
-			wantAddr: "fe80::1%eth0", wantLocal: "fe80::11", wantIface: "eth0", wantUnnumberedOnPeer: true},
+			wantAddr: "fe80::1%2", wantLocal: "fe80::11", wantIface: "eth0", wantUnnumberedOnPeer: true},
 		{name: "unnumbered: no router, one neighbour",
 			spec:     tables.BGPPeerSpec{Unnumbered: true, Interface: "eth0"},
 			routers:  []*tables.BGPLinkNeighbor{host("eth0", "fe80::5")},
-			wantAddr: "fe80::5%eth0", wantLocal: "fe80::11", wantIface: "eth0", wantUnnumberedOnPeer: true},
+			wantAddr: "fe80::5%2", wantLocal: "fe80::11", wantIface: "eth0", wantUnnumberedOnPeer: true},
 		{name: "unnumbered: no router, two neighbours",
 			spec:      tables.BGPPeerSpec{Unnumbered: true, Interface: "eth0"},
 			routers:   []*tables.BGPLinkNeighbor{host("eth0", "fe80::5"), host("eth0", "fe80::6")},
@@ -82,7 +82,7 @@ func TestDeriveLinkLocalPeers(t *testing.T) {
 			wantIface: "v4only", wantErr: "interface v4only has no IPv6 link-local address (is IPv6 on for it?)", wantUnnumberedOnPeer: true},
 		{name: "peerInterface with a link-local peerAddress",
 			spec:     tables.BGPPeerSpec{Address: netip.MustParseAddr("fe80::99"), Interface: "eth1"},
-			wantAddr: "fe80::99%eth1", wantLocal: "fe80::a", wantIface: "eth1"},
+			wantAddr: "fe80::99%3", wantLocal: "fe80::a", wantIface: "eth1"},
 		{name: "peerAddress that does not parse wins",
 			spec:    tables.BGPPeerSpec{AddressError: `"fe80::zz" is not an IP address`, Interface: "eth1"},
 			wantErr: `peerAddress: "fe80::zz" is not an IP address`},

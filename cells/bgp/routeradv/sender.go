@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -157,7 +158,10 @@ func open(name string) (*conn, error) {
 	if !ll.IsValid() {
 		return nil, fmt.Errorf("%s has no IPv6 link-local address", name)
 	}
-	ic, err := icmp.ListenPacket("ip6:ipv6-icmp", ll.WithZone(name).String())
+	// Zones by index: Go maps zone names to indexes once a minute, and
+	// would use the index of an interface deleted and created again.
+	zone := strconv.Itoa(ifi.Index)
+	ic, err := icmp.ListenPacket("ip6:ipv6-icmp", ll.WithZone(zone).String())
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", name, err)
 	}
@@ -189,8 +193,8 @@ func open(name string) (*conn, error) {
 		pc.Close()
 		return nil, err
 	}
-	return &conn{pc: pc, ra: raBytes, rs: rsBytes, to: &net.IPAddr{IP: allNodes.AsSlice(), Zone: name},
-		routers: &net.IPAddr{IP: allRouters.AsSlice(), Zone: name}}, nil
+	return &conn{pc: pc, ra: raBytes, rs: rsBytes, to: &net.IPAddr{IP: allNodes.AsSlice(), Zone: zone},
+		routers: &net.IPAddr{IP: allRouters.AsSlice(), Zone: zone}}, nil
 }
 
 // solicit asks the routers on the link to advertise themselves: a

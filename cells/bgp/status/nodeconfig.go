@@ -80,7 +80,7 @@ func nodeStatus(instances []*tables.BGPInstance, peers map[string]*tables.BGPPee
 				continue
 			}
 			configured++
-			ps := v2alpha1.CiliumBGPNodePeerStatus{Name: p.Name, PeerAddress: p.Address.String(), PeerASN: ptr.To(p.ASN),
+			ps := v2alpha1.CiliumBGPNodePeerStatus{Name: p.Name, PeerAddress: p.Address.WithZone("").String(), PeerASN: ptr.To(p.ASN),
 				PeeringState: ptr.To(tables.BGPStateUnknown)}
 			s := peers[i.Name+"/"+p.Name]
 			if s != nil {

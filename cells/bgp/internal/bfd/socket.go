@@ -3,6 +3,7 @@ package bfd
 import (
 	"fmt"
 	"net"
+	"strconv"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
@@ -33,9 +34,9 @@ func (s *Server) listenLocked(v6 bool) error {
 	l := &listener{conn: conn}
 	if v6 {
 		pc := ipv6.NewPacketConn(conn)
-		if err := pc.SetControlMessage(ipv6.FlagHopLimit, true); err != nil {
+		if err := pc.SetControlMessage(ipv6.FlagHopLimit|ipv6.FlagInterface, true); err != nil {
 			conn.Close()
-			return fmt.Errorf("bfd: asking for the hop limit of received packets: %w", err)
+			return fmt.Errorf("bfd: asking for the hop limit and interface of received packets: %w", err)
 		}
 		go s.read6(pc)
 	} else {
@@ -74,8 +75,21 @@ func (s *Server) read6(pc *ipv6.PacketConn) {
 		if cm == nil || cm.HopLimit != wireTTL {
 			continue
 		}
-		s.received(src, buf[:n])
+		s.received(linkLocalZone(src, cm.IfIndex), buf[:n])
 	}
+}
+
+// linkLocalZone gives a link-local source the index of the interface the
+// packet came in on as zone, as the sessions' peers have it (Go would
+// name the interface instead, from a cache it refreshes once a minute).
+func linkLocalZone(src net.Addr, ifIndex int) net.Addr {
+	udp, ok := src.(*net.UDPAddr)
+	if !ok || ifIndex == 0 || !udp.IP.IsLinkLocalUnicast() {
+		return src
+	}
+	zoned := *udp
+	zoned.Zone = strconv.Itoa(ifIndex)
+	return &zoned
 }
 
 func (s *Server) received(src net.Addr, b []byte) {
