@@ -26,8 +26,13 @@ type neighborWatcher struct {
 	table    statedb.RWTable[*tables.BGPLinkNeighbor]
 	initDone func(statedb.WriteTxn) // nil once called
 	// wasRouter: the neighbours that said they are routers, while the
-	// kernel keeps them (see rows).
+	// kernel keeps them (see neighborRows).
 	wasRouter map[string]bool
+	// watched are the interfaces of interest by index, as of the last
+	// listing: updates of other interfaces' neighbours are ignored, unless
+	// an interface of interest was missing (it may have appeared since).
+	watched map[int]string
+	missing bool
 }
 
 // relistPause spaces the listings of a busy neighbour table: entries
@@ -101,20 +106,23 @@ func (w *neighborWatcher) drain(updates <-chan netlink.NeighUpdate) {
 // note records a neighbour that says it is a router, from the update
 // itself: the flag can be gone again by the next listing (the router
 // answers the node's Neighbor Solicitation without it a moment after its
-// Router Advertisement). It reports whether the update concerns an IPv6
-// link-local neighbour.
+// Router Advertisement). It reports whether the update calls for a
+// listing: an IPv6 link-local neighbour of an interface of interest, or of
+// any interface while one of interest is missing.
 func (w *neighborWatcher) note(u netlink.NeighUpdate) bool {
 	a, ok := netip.AddrFromSlice(u.IP)
 	if !ok || u.Family != unix.AF_INET6 || !a.IsLinkLocalUnicast() {
 		return false
 	}
+	name, watched := w.watched[u.LinkIndex]
+	if !watched {
+		return w.missing
+	}
 	if u.Type == unix.RTM_NEWNEIGH && u.Flags&netlink.NTF_ROUTER != 0 {
-		if l, err := netlink.LinkByIndex(u.LinkIndex); err == nil {
-			if w.wasRouter == nil {
-				w.wasRouter = map[string]bool{}
-			}
-			w.wasRouter[l.Attrs().Name+"/"+a.WithZone("").String()] = true
+		if w.wasRouter == nil {
+			w.wasRouter = map[string]bool{}
 		}
+		w.wasRouter[name+"/"+a.WithZone("").String()] = true
 	}
 	return true
 }
@@ -123,11 +131,14 @@ func (w *neighborWatcher) note(u netlink.NeighUpdate) bool {
 // ones.
 func (w *neighborWatcher) sync(devices []string) error {
 	var entries []neighbor
+	w.watched, w.missing = map[int]string{}, false
 	for _, name := range devices {
 		link, err := netlink.LinkByName(name)
 		if err != nil {
-			continue // not on this node (or not yet): nothing to find there
+			w.missing = true // not on this node, or not yet
+			continue
 		}
+		w.watched[link.Attrs().Index] = name
 		neighs, err := netlink.NeighList(link.Attrs().Index, netlink.FAMILY_V6)
 		if err != nil {
 			return fmt.Errorf("listing the neighbours of %s: %w", name, err)
