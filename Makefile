@@ -76,7 +76,10 @@ kernel-check: tools
 ## test-realcluster: Herald as users run it: a real cluster (kubelets, containerd, Herald's image,
 ## helm install), test/realcluster (needs root). Alone: it is the machine's biggest load. Without
 ## -race: what runs in the cluster is Herald's image (built as released), the suite is glue.
+## MetalLB (the takeover test's) is built and cached first, outside the test's per-step timeouts: from
+## a cold module cache its build takes minutes on 2 cores.
 test-realcluster: tools
+	hack/metallb.sh >/dev/null
 	$(GO) test -count=1 -timeout 30m ./test/realcluster/...
 
 test: tools lint verify-generate test-unit fuzz test-integration test-realcluster kernel-check

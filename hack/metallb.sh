@@ -28,6 +28,8 @@ if [[ -x "${dest}/controller" && -x "${dest}/speaker" && -d "${dest}/crds" && -f
 fi
 command -v go >/dev/null || die "go not found in PATH"
 mkdir -p "${cache}"
+# What a killed build left behind.
+rm -rf "${dest}".tmp.*
 src="$(cd "${cache}" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "go.universe.tf/metallb@${version}" |
 	sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
 [[ -d "${src}" ]] || die "go mod download go.universe.tf/metallb@${version} gave no directory"
