@@ -145,11 +145,13 @@ bench-l2: tools build
 bench-realcluster: tools
 	HERALD_REALCLUSTER_TRIALS=20 $(GO) test -count=1 -timeout 60m ./test/realcluster/e2e/ -run '^$$' -bench BenchmarkRealCluster -benchtime 1x -v
 
-## bench-cpvip: the control-plane VIP against keepalived (advert_int 1 s and 0.1 s) on the netns HA control
-## plane: failover, double answers and kubectl through the VIP per fault of the owner (needs root;
-## HERALD_CPVIP_TRIALS trials per fault, 20 by default).
+## bench-cpvip: the control-plane VIP against keepalived (advert_int 1 s and 0.1 s) and kube-vip (built from
+## its Go module by hack/kube-vip.sh) on the netns HA control plane: failover, double answers and kubectl
+## through the VIP per fault of the owner (needs root; HERALD_CPVIP_TRIALS trials per fault, 20 by default;
+## HERALD_CPVIP_DAEMONS=herald,keepalived,kube-vip by default).
 bench-cpvip: tools
-	flock /tmp/herald-itest.lock $(GO) test -run '^$$' -bench BenchmarkControlPlaneVIPFailover -benchtime 1x -timeout 60m ./test/cpvip/
+	HERALD_KUBEVIP="$$(hack/kube-vip.sh)" && export HERALD_KUBEVIP && \
+	flock /tmp/herald-itest.lock $(GO) test -run '^$$' -bench BenchmarkControlPlaneVIPFailover -benchtime 1x -timeout 100m ./test/cpvip/
 
 ## bench-bgp: Service -> route in FRR latency, 1000 Services, node loss (needs root; about 10 minutes).
 bench-bgp: tools build

@@ -3,6 +3,7 @@ package cpvip
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -38,6 +39,33 @@ var benchFaults = []benchFault{
 // a fault nobody took over from within it is a failed trial.
 const benchTakeoverCap = 10 * time.Second
 
+// benchDaemons are the daemons HERALD_CPVIP_DAEMONS names, in the
+// report's order.
+func benchDaemons(b *testing.B) []vipDaemons {
+	names := strings.Split(os.Getenv("HERALD_CPVIP_DAEMONS"), ",")
+	if names[0] == "" {
+		names = []string{"herald", "keepalived", "kube-vip"}
+	}
+	var daemons []vipDaemons
+	for _, name := range names {
+		switch strings.TrimSpace(name) {
+		case "herald":
+			daemons = append(daemons, heraldDaemons{})
+		case "keepalived":
+			daemons = append(daemons, newKeepalivedDaemons(time.Second), newKeepalivedDaemons(100*time.Millisecond))
+		case "kube-vip":
+			bin := os.Getenv(KubeVipEnv)
+			if bin == "" {
+				b.Fatalf("%s names no kube-vip binary: make bench-cpvip builds it (hack/kube-vip.sh) and sets it", KubeVipEnv)
+			}
+			daemons = append(daemons, newKubeVipDaemons(bin, KubeVipDefaults))
+		default:
+			b.Fatalf("HERALD_CPVIP_DAEMONS: unknown daemon %q (herald, keepalived, kube-vip)", name)
+		}
+	}
+	return daemons
+}
+
 // trialResult is what one trial saw.
 type trialResult struct {
 	failover   time.Duration
@@ -60,7 +88,9 @@ type trialResult struct {
 //
 //	flock /tmp/herald-itest.lock go test -run '^$' -bench BenchmarkControlPlaneVIPFailover -benchtime 1x -timeout 60m ./test/cpvip/
 //
-// HERALD_CPVIP_TRIALS is the number of trials per daemon and fault (20).
+// HERALD_CPVIP_TRIALS is the number of trials per daemon and fault (20);
+// HERALD_CPVIP_DAEMONS the daemons, a comma-separated list of herald,
+// keepalived and kube-vip (all three); HERALD_KUBEVIP the kube-vip binary.
 //
 // The daemons: Herald's agents with their defaults; keepalived (VRRPv3,
 // unicast, equal priorities, nopreempt) with the agent's health check
@@ -68,7 +98,10 @@ type trialResult struct {
 // prober keepalived tracks, since its own scripts run at most once a
 // second), once with keepalived's default advert_int of 1 s and once
 // with 0.1 s, a fast setup: a backup takes over after 3 adverts missed
-// plus the skew of priority 100, about 3.6 intervals.
+// plus the skew of priority 100, about 3.6 intervals; kube-vip v0.9 in
+// control-plane mode with ARP and its default Lease timings, its owner
+// chosen by a Lease on the API servers it fronts (reached on loopback),
+// which is its only health check.
 func BenchmarkControlPlaneVIPFailover(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 	trials := suite.EnvInt(b, "HERALD_CPVIP_TRIALS", 20)
@@ -85,7 +118,7 @@ func BenchmarkControlPlaneVIPFailover(b *testing.B) {
 			b.Errorf("Down: %v", err)
 		}
 	})
-	daemons := []vipDaemons{heraldDaemons{}, newKeepalivedDaemons(time.Second), newKeepalivedDaemons(100 * time.Millisecond)}
+	daemons := benchDaemons(b)
 	results := map[string][]trialResult{}
 	for _, d := range daemons {
 		if err := d.Start(cp); err != nil {

@@ -131,6 +131,18 @@ func (p *process) stop(sig syscall.Signal) error {
 	}
 }
 
+// latestLog is the latest run's log ("" before the first).
+func (p *process) latestLog() string {
+	p.mu.Lock()
+	runs := p.runs
+	p.mu.Unlock()
+	if runs == 0 {
+		return ""
+	}
+	data, _ := os.ReadFile(p.logPath(runs))
+	return string(data)
+}
+
 // logs returns every run's log, oldest first, each cut to its last
 // maxLines lines.
 func (p *process) logs(maxLines int) string {
