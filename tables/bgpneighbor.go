@@ -23,7 +23,8 @@ type BGPLinkNeighbor struct {
 	Router bool `json:"router"`
 }
 
-func (n *BGPLinkNeighbor) key() string { return n.Device + "/" + n.Address.String() }
+// Key is the row's primary key, "device/address".
+func (n *BGPLinkNeighbor) Key() string { return n.Device + "/" + n.Address.String() }
 
 func (n *BGPLinkNeighbor) TableHeader() []string {
 	return []string{"Device", "Address", "Router"}
@@ -35,7 +36,7 @@ func (n *BGPLinkNeighbor) TableRow() []string {
 
 // BGPLinkNeighborKeyIndex is the primary index of bgp-link-neighbors:
 // "device/address".
-var BGPLinkNeighborKeyIndex = nameIndex(func(n *BGPLinkNeighbor) string { return n.key() })
+var BGPLinkNeighborKeyIndex = nameIndex(func(n *BGPLinkNeighbor) string { return n.Key() })
 
 // BGPLinkNeighborDeviceIndex finds the neighbours of a device.
 var BGPLinkNeighborDeviceIndex = statedb.Index[*BGPLinkNeighbor, string]{

@@ -122,7 +122,7 @@ func (w *neighborWatcher) note(u netlink.NeighUpdate) bool {
 		if w.wasRouter == nil {
 			w.wasRouter = map[string]bool{}
 		}
-		w.wasRouter[name+"/"+a.WithZone("").String()] = true
+		w.wasRouter[(&tables.BGPLinkNeighbor{Device: name, Address: a.WithZone("")}).Key()] = true
 	}
 	return true
 }
@@ -153,7 +153,7 @@ func (w *neighborWatcher) sync(devices []string) error {
 	var rows []*tables.BGPLinkNeighbor
 	rows, w.wasRouter = neighborRows(entries, w.wasRouter)
 	wtxn := w.DB.WriteTxn(w.table)
-	changed := tablesync.Sync(wtxn, w.table, rows, func(n *tables.BGPLinkNeighbor) string { return n.Device + "/" + n.Address.String() },
+	changed := tablesync.Sync(wtxn, w.table, rows, (*tables.BGPLinkNeighbor).Key,
 		func(a, b *tables.BGPLinkNeighbor) bool { return *a == *b })
 	if w.initDone != nil {
 		w.initDone(wtxn)

@@ -100,15 +100,14 @@ func neighborRows(entries []neighbor, wasRouter map[string]bool) ([]*tables.BGPL
 	var out []*tables.BGPLinkNeighbor
 	routers := map[string]bool{}
 	for _, e := range entries {
-		key := e.device + "/" + e.addr.WithZone("").String()
 		if e.device == "" || e.failed || !e.addr.Is6() || !e.addr.IsLinkLocalUnicast() {
 			continue
 		}
-		router := e.router || wasRouter[key]
-		if router {
-			routers[key] = true
+		n := &tables.BGPLinkNeighbor{Device: e.device, Address: e.addr.WithZone("")}
+		n.Router = e.router || wasRouter[n.Key()]
+		if n.Router {
+			routers[n.Key()] = true
 		}
-		n := &tables.BGPLinkNeighbor{Device: e.device, Address: e.addr.WithZone(""), Router: router}
 		if !slices.ContainsFunc(out, func(o *tables.BGPLinkNeighbor) bool { return *o == *n }) {
 			out = append(out, n)
 		}
