@@ -148,7 +148,7 @@ bench-realcluster: tools
 ## bench-cpvip: the control-plane VIP against keepalived (advert_int 1 s and 0.1 s) and kube-vip (built from
 ## its Go module by hack/kube-vip.sh) on the netns HA control plane: failover, double answers and kubectl
 ## through the VIP per fault of the owner (needs root; HERALD_CPVIP_TRIALS trials per fault, 20 by default;
-## HERALD_CPVIP_DAEMONS=herald,keepalived,kube-vip by default).
+## HERALD_CPVIP_DAEMONS=herald,keepalived,kube-vip by default; about an hour).
 bench-cpvip: tools
 	HERALD_KUBEVIP="$$(hack/kube-vip.sh)" && export HERALD_KUBEVIP && \
 	flock /tmp/herald-itest.lock $(GO) test -run '^$$' -bench BenchmarkControlPlaneVIPFailover -benchtime 1x -timeout 100m ./test/cpvip/

@@ -13,7 +13,9 @@
 #     package's containerd service is kept from starting and disabled;
 #     keepalived, the VRRP baseline the control-plane VIP is compared with
 #     (test/cpvip), which runs one keepalived per node namespace itself: the
-#     package's keepalived service is kept from starting and disabled
+#     package's keepalived service is kept from starting and disabled;
+#     systemd, to run the control-plane VIP's unit as users do (test/cpvip boots
+#     one systemd per node namespace, in namespaces of its own)
 #   - kube-apiserver, the current version (v1.34.2, built from install/dev/tools)
 #     and the oldest supported one (v1.31.14, from install/dev/tools-v1.31),
 #     into ${HERALD_CACHE:-$HOME/.cache/herald}/kube-apiserver-<version>; of the
@@ -37,7 +39,7 @@ die() { echo "ensure-tools: ERROR: $*" >&2; exit 1; }
 # ---------------------------------------------------------------------------
 # Debian packages
 # ---------------------------------------------------------------------------
-packages=(etcd-server iproute2 openssl curl jq clang llvm libbpf-dev iputils-arping iputils-ping ndisc6 tcpdump bpftool iptables nftables conntrack qemu-system-x86 cpio frr containerd runc keepalived)
+packages=(etcd-server iproute2 openssl curl jq clang llvm libbpf-dev iputils-arping iputils-ping ndisc6 tcpdump bpftool iptables nftables conntrack qemu-system-x86 cpio frr containerd runc keepalived systemd)
 missing=()
 for p in "${packages[@]}"; do
 	status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"

@@ -25,7 +25,9 @@
 //
 // How it differs from a real control plane: there are no kubelets,
 // controller-manager, scheduler or static Pods; the processes are children
-// of the test (they die with it) rather than systemd units; etcd and the
+// of the test (they die with it) rather than systemd units (but
+// CPNode.BootSystemd boots a systemd of the node's own, for the agent's
+// unit as shipped: TestSystemdUnit); etcd and the
 // kube-apiserver use plain HTTP between them and one test CA for
 // everything; all three hosts share one kernel, so a "frozen node" is its
 // processes stopped, not its kernel, and a partition is its bridge port

@@ -19,8 +19,13 @@ const KubeVipEnv = "HERALD_KUBEVIP"
 type KubeVipTimings struct{ Duration, RenewDeadline, Retry int }
 
 // KubeVipDefaults are the timings kube-vip runs with when its manifest
-// sets none (kube-vip v0.9).
-var KubeVipDefaults = KubeVipTimings{Duration: 5, RenewDeadline: 3, Retry: 1}
+// sets none (kube-vip v0.9); KubeVipFastest the shortest client-go's
+// leader election accepts in whole seconds (the duration longer than the
+// renew deadline, the deadline longer than 1.2 retry periods).
+var (
+	KubeVipDefaults = KubeVipTimings{Duration: 5, RenewDeadline: 3, Retry: 1}
+	KubeVipFastest  = KubeVipTimings{Duration: 3, RenewDeadline: 2, Retry: 1}
+)
 
 // kubeVipArgv is node n's kube-vip as its documentation runs it in front
 // of the API servers: control-plane mode, ARP, the Kubernetes Lease
@@ -70,7 +75,7 @@ func (k *kubeVipDaemons) Start(cp *ControlPlane) error {
 		return errors.New("kube-vip would read this machine's /etc/kubernetes/admin.conf instead of the node's kubeconfig: move it away for the benchmark")
 	}
 	for _, n := range cp.Nodes {
-		dir := filepath.Join(n.Dir, "kube-vip")
+		dir := filepath.Join(n.Dir, fmt.Sprintf("kube-vip-%d-%d-%d", k.timings.Duration, k.timings.RenewDeadline, k.timings.Retry))
 		home := filepath.Join(dir, "home")
 		kubeconfig, err := os.ReadFile(n.Kubeconfig)
 		if err != nil {
