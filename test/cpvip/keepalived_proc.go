@@ -30,13 +30,18 @@ type groupProc struct {
 }
 
 func startGroup(what, netns, logPath string, argv []string) (*groupProc, error) {
+	return startGroupArgv(what, logPath, append([]string{"ip", "netns", "exec", netns}, argv...))
+}
+
+// startGroupArgv is startGroup for a command line that enters the
+// namespace itself.
+func startGroupArgv(what, logPath string, argv []string) (*groupProc, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"netns", "exec", netns}, argv...)
-	fmt.Fprintf(logf, "%s%s: ip %s\n", runMarker, time.Now().Format(time.RFC3339Nano), strings.Join(args, " "))
-	cmd := exec.Command("ip", args...)
+	fmt.Fprintf(logf, "%s%s: %s\n", runMarker, time.Now().Format(time.RFC3339Nano), strings.Join(argv, " "))
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -55,19 +55,25 @@ var systemdMasked = []string{
 const systemdTarget = "herald-test.target"
 
 // systemdBoot runs as PID 1 of the new namespaces, then execs systemd. $1
-// is Systemd.Dir, $2 the name of its cgroups.
+// is Systemd.Dir, $2 the name of its cgroups. It enters them while it
+// still sees the machine's cgroup hierarchies, then mounts a sysfs of the
+// node's network namespace, read-only, in place of the machine's (systemd
+// mounts the cgroup hierarchies on it again).
 const systemdBoot = `set -e
 w=$1
 for h in /sys/fs/cgroup/*/; do
 	case "$h" in */cpuset/) continue;; esac
-	mkdir -p "$h$2" && echo $$ > "$h$2/cgroup.procs"
+	[ -f "${h}cgroup.procs" ] && [ ! -L "${h%/}" ] || continue
+	mkdir -p "$h$2"
+	echo $$ > "$h$2/cgroup.procs"
 done
 mount --make-rprivate /
 mount --bind "$w/etc" /etc
 mount --bind "$w/bin" /usr/local/bin
 for d in /run /tmp /var/tmp /var/log/journal; do mount -t tmpfs tmpfs "$d"; done
 mount -t proc proc /proc
-mount -o bind,remount,ro /sys
+umount -R /sys
+mount -t sysfs -o ro sysfs /sys
 mount -t bpf bpf /sys/fs/bpf
 exec env container=herald-test /lib/systemd/systemd --unit=` + systemdTarget + ` --log-target=console --show-status=no
 `
@@ -89,8 +95,11 @@ func (n *CPNode) BootSystemd(etc map[string][]byte, bins ...string) (*Systemd, e
 	if err := os.WriteFile(script, []byte(systemdBoot), 0o755); err != nil {
 		return nil, err
 	}
-	argv := []string{"unshare", "--pid", "--fork", "--kill-child", "--mount", "--uts", "--ipc", "sh", script, s.Dir, s.cgroup()}
-	p, err := startGroup("systemd in "+n.Host.Netns, n.Host.Netns, filepath.Join(s.Dir, "boot.log"), argv)
+	// nsenter, not ip netns exec: the machine's /sys, with its cgroup
+	// hierarchies, stays in view until the script has entered its cgroups.
+	argv := []string{"nsenter", "--net=/run/netns/" + n.Host.Netns,
+		"unshare", "--pid", "--fork", "--kill-child", "--mount", "--uts", "--ipc", "sh", script, s.Dir, s.cgroup()}
+	p, err := startGroupArgv("systemd in "+n.Host.Netns, filepath.Join(s.Dir, "boot.log"), argv)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +191,8 @@ func firstChild(pid int) int {
 func (s *Systemd) In(argv ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"-t", strconv.Itoa(s.pid), "-m", "-n", "--"}, argv...)...)
+	// Its PID namespace too: systemctl talks only to the systemd of its own.
+	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"-t", strconv.Itoa(s.pid), "-m", "-n", "-p", "--"}, argv...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
