@@ -62,8 +62,10 @@ fuzz:
 
 ## test-integration: real kube-apiserver, real network namespaces and packets (needs root).
 ## Everything runs against the current kube-apiserver; the CRDs, the install manifests and one
-## LB IPAM smoke test (a pool, a Service, its IP) run against the oldest supported one too.
+## LB IPAM smoke test (a pool, a Service, its IP) run against the oldest supported one too. kube-vip
+## (test/cpvip's benchmark contender, whose harness a test checks) is built and cached first.
 test-integration: tools build
+	hack/kube-vip.sh >/dev/null
 	$(GO) test -race -count=1 -timeout 40m ./bpf/... $$($(GO) list ./test/... | grep -v /test/realcluster)
 	HERALD_KUBE_VERSION=$(OLDEST_KUBE_VERSION) $(GO) test -race -count=1 ./test/crdvalidation/ ./test/install/
 	HERALD_KUBE_VERSION=$(OLDEST_KUBE_VERSION) $(GO) test -race -count=1 ./test/lbipam/ -run '^TestServices$$'

@@ -48,7 +48,8 @@ func benchDaemons(b *testing.B) []vipDaemons {
 	}
 	var daemons []vipDaemons
 	for _, name := range names {
-		switch strings.TrimSpace(name) {
+		name, timings, _ := strings.Cut(strings.TrimSpace(name), "=")
+		switch name {
 		case "herald":
 			daemons = append(daemons, heraldDaemons{})
 		case "keepalived":
@@ -58,9 +59,17 @@ func benchDaemons(b *testing.B) []vipDaemons {
 			if bin == "" {
 				b.Fatalf("%s names no kube-vip binary: make bench-cpvip builds it (hack/kube-vip.sh) and sets it", KubeVipEnv)
 			}
-			daemons = append(daemons, newKubeVipDaemons(bin, KubeVipDefaults), newKubeVipDaemons(bin, KubeVipFastest))
+			if timings == "" {
+				daemons = append(daemons, newKubeVipDaemons(bin, KubeVipDefaults), newKubeVipDaemons(bin, KubeVipFastest))
+				break
+			}
+			var t KubeVipTimings
+			if _, err := fmt.Sscanf(timings, "%d/%d/%d", &t.Duration, &t.RenewDeadline, &t.Retry); err != nil {
+				b.Fatalf("HERALD_CPVIP_DAEMONS: kube-vip=%s: want the Lease's duration/renew deadline/retry in seconds, as 5/3/1", timings)
+			}
+			daemons = append(daemons, newKubeVipDaemons(bin, t))
 		default:
-			b.Fatalf("HERALD_CPVIP_DAEMONS: unknown daemon %q (herald, keepalived, kube-vip)", name)
+			b.Fatalf("HERALD_CPVIP_DAEMONS: unknown daemon %q (herald, keepalived, kube-vip, kube-vip=<duration>/<renew deadline>/<retry>)", name)
 		}
 	}
 	return daemons
@@ -90,7 +99,8 @@ type trialResult struct {
 //
 // HERALD_CPVIP_TRIALS is the number of trials per daemon and fault (20);
 // HERALD_CPVIP_DAEMONS the daemons, a comma-separated list of herald,
-// keepalived and kube-vip (all three); HERALD_KUBEVIP the kube-vip binary.
+// keepalived and kube-vip (all three), or kube-vip=5/3/1 for kube-vip
+// with those Lease timings only; HERALD_KUBEVIP the kube-vip binary.
 //
 // The daemons: Herald's agents with their defaults; keepalived (VRRPv3,
 // unicast, equal priorities, nopreempt) with the agent's health check

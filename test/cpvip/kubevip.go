@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -137,4 +138,20 @@ func (k *kubeVipDaemons) Logs(cp *ControlPlane) string {
 		}
 	}
 	return s
+}
+
+// BuildKubeVip returns the kube-vip binary: $HERALD_KUBEVIP, else the one
+// hack/kube-vip.sh builds and caches.
+func BuildKubeVip(repoRoot string) (string, error) {
+	if bin := os.Getenv(KubeVipEnv); bin != "" {
+		return bin, nil
+	}
+	cmd := exec.Command(filepath.Join(repoRoot, "hack", "kube-vip.sh"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/kube-vip.sh: %w: %s", err, stderr.String())
+	}
+	return strings.TrimSpace(string(out)), nil
 }
