@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/heraldlb/herald/test/cluster"
 	"github.com/heraldlb/herald/test/suite"
 )
 
@@ -55,9 +56,9 @@ func benchDaemons(b *testing.B) []vipDaemons {
 		case "keepalived":
 			daemons = append(daemons, newKeepalivedDaemons(time.Second), newKeepalivedDaemons(100*time.Millisecond))
 		case "kube-vip":
-			bin := os.Getenv(KubeVipEnv)
-			if bin == "" {
-				b.Fatalf("%s names no kube-vip binary: make bench-cpvip builds it (hack/kube-vip.sh) and sets it", KubeVipEnv)
+			bin, err := BuildKubeVip(cluster.RepoRoot())
+			if err != nil {
+				b.Fatal(err)
 			}
 			if timings == "" {
 				daemons = append(daemons, newKubeVipDaemons(bin, KubeVipDefaults), newKubeVipDaemons(bin, KubeVipFastest))
@@ -95,12 +96,13 @@ type trialResult struct {
 // -bench; it asserts nothing about time and runs its experiment once,
 // whatever b.N (run it with -benchtime 1x). make bench-cpvip runs it:
 //
-//	flock /tmp/herald-itest.lock go test -run '^$' -bench BenchmarkControlPlaneVIPFailover -benchtime 1x -timeout 60m ./test/cpvip/
+//	flock /tmp/herald-itest.lock go test -run '^$' -bench BenchmarkControlPlaneVIPFailover -benchtime 1x -timeout 100m ./test/cpvip/
 //
 // HERALD_CPVIP_TRIALS is the number of trials per daemon and fault (20);
 // HERALD_CPVIP_DAEMONS the daemons, a comma-separated list of herald,
 // keepalived and kube-vip (all three), or kube-vip=5/3/1 for kube-vip
-// with those Lease timings only; HERALD_KUBEVIP the kube-vip binary.
+// with those Lease timings only; HERALD_KUBEVIP a kube-vip binary (else
+// hack/kube-vip.sh builds one).
 //
 // The daemons: Herald's agents with their defaults; keepalived (VRRPv3,
 // unicast, equal priorities, nopreempt) with the agent's health check

@@ -11,8 +11,8 @@ import (
 	"syscall"
 )
 
-// KubeVipEnv names the kube-vip binary for the benchmark (make bench-cpvip
-// sets it from hack/kube-vip.sh, which builds it from its Go module).
+// KubeVipEnv names a kube-vip binary for the benchmark and its harness's
+// test; without it they build one with hack/kube-vip.sh (BuildKubeVip).
 const KubeVipEnv = "HERALD_KUBEVIP"
 
 // KubeVipTimings are kube-vip's Lease timings in whole seconds, as its
@@ -31,8 +31,7 @@ var (
 // kubeVipArgv is node n's kube-vip as its documentation runs it in front
 // of the API servers: control-plane mode, ARP, the Kubernetes Lease
 // election (plndr-cp-lock in kube-system), both VIPs on the LAN device.
-// Its metrics server is off: three of them would share nothing, but it
-// serves nothing the benchmark reads.
+// Its metrics server is off: the benchmark reads none.
 func kubeVipArgv(bin, node string, t KubeVipTimings) []string {
 	return []string{bin, "manager",
 		"--controlplane", "--arp", "--leaderElection",
