@@ -108,7 +108,7 @@ func (n *CPNode) BootSystemd(etc map[string][]byte, bins ...string) (*Systemd, e
 	defer cancel()
 	for ; ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
 		if closed(p.done) {
-			return nil, fmt.Errorf("systemd in %s exited:\n%s", n.Host.Netns, s.BootLog())
+			return nil, errors.Join(fmt.Errorf("systemd in %s exited:\n%s", n.Host.Netns, s.BootLog()), s.Stop())
 		}
 		if s.pid == 0 {
 			s.pid = firstChild(p.Pid())
@@ -222,7 +222,8 @@ func (s *Systemd) Journal(unit string, lines int) string {
 	return fmt.Sprintf("----- journal of %s on %s -----\n%s", unit, s.Node.Name, out)
 }
 
-// BootLog is systemd's own output.
+// BootLog is the boot script's output: its command line and, should it
+// fail, why (systemd itself logs to the console).
 func (s *Systemd) BootLog() string {
 	b, _ := os.ReadFile(filepath.Join(s.Dir, "boot.log"))
 	return string(b)
