@@ -231,13 +231,20 @@ func TestMembersManyServices(t *testing.T) {
 			t.Errorf("Lease of %s names %q, but %s answers for %s", name, h, owners[vip][0], vip)
 		}
 	}
-	// A sample on the wire.
+	// A sample on the wire. Up to three requests each, as an ARP client
+	// asks: a node whose liveness renewal runs late (a 2-core machine
+	// running several suites at once) is silent until it catches up,
+	// which is the fence at work; two MACs are never right.
 	i := 0
 	for _, vip := range vips {
 		if i++; i > 20 {
 			break
 		}
-		if r := probe(t, vip); len(r.MACs()) != 1 {
+		var r arpwatch.ProbeResult
+		for try := 0; try < 3 && len(r.MACs()) == 0; try++ {
+			r = probe(t, vip)
+		}
+		if len(r.MACs()) != 1 {
 			t.Errorf("ARP for %s: %s, want exactly one MAC", vip, r)
 		}
 	}
