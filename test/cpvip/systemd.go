@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/heraldlb/herald/test/cgroups"
 )
 
 // Systemd is systemd, the Debian package's, booted as PID 1 of a node: in
@@ -54,19 +56,15 @@ var systemdMasked = []string{
 // systemdTarget is what Systemd boots to: nothing; the test starts units.
 const systemdTarget = "herald-test.target"
 
-// systemdBoot runs as PID 1 of the new namespaces, then execs systemd. $1
-// is Systemd.Dir, $2 the name of its cgroups. It enters them while it
+// systemdBoot is the script that runs as PID 1 of the new namespaces, then
+// execs systemd; $1 is Systemd.Dir. It enters systemd's cgroups while it
 // still sees the machine's cgroup hierarchies, then mounts a sysfs of the
 // node's network namespace, read-only, in place of the machine's (systemd
 // mounts the cgroup hierarchies on it again).
-const systemdBoot = `set -e
+func systemdBoot(cgroup string) string {
+	return cgroups.JoinScript(cgroup) + `
+set -e
 w=$1
-for h in /sys/fs/cgroup/*/; do
-	case "$h" in */cpuset/) continue;; esac
-	[ -f "${h}cgroup.procs" ] && [ ! -L "${h%/}" ] || continue
-	mkdir -p "$h$2"
-	echo $$ > "$h$2/cgroup.procs"
-done
 mount --make-rprivate /
 mount --bind "$w/etc" /etc
 mount --bind "$w/bin" /usr/local/bin
@@ -77,6 +75,7 @@ mount -t sysfs -o ro sysfs /sys
 mount -t bpf bpf /sys/fs/bpf
 exec env container=herald-test /lib/systemd/systemd --unit=` + systemdTarget + ` --log-target=console --show-status=no
 `
+}
 
 // BootSystemd boots systemd on node n with etc's files added to its /etc
 // (path relative to /etc: content) and bins in its /usr/local/bin, and
@@ -91,17 +90,20 @@ func (n *CPNode) BootSystemd(etc map[string][]byte, bins ...string) (*Systemd, e
 	if err := s.prepare(etc, bins); err != nil {
 		return nil, err
 	}
-	script := filepath.Join(s.Dir, "boot.sh")
-	if err := os.WriteFile(script, []byte(systemdBoot), 0o755); err != nil {
+	if err := cgroups.Ensure(s.cgroup()); err != nil {
 		return nil, err
+	}
+	script := filepath.Join(s.Dir, "boot.sh")
+	if err := os.WriteFile(script, []byte(systemdBoot(s.cgroup())), 0o755); err != nil {
+		return nil, errors.Join(err, cgroups.Remove(s.cgroup(), time.Second))
 	}
 	// nsenter, not ip netns exec: the machine's /sys, with its cgroup
 	// hierarchies, stays in view until the script has entered its cgroups.
 	argv := []string{"nsenter", "--net=/run/netns/" + n.Host.Netns,
-		"unshare", "--pid", "--fork", "--kill-child", "--mount", "--uts", "--ipc", "sh", script, s.Dir, s.cgroup()}
+		"unshare", "--pid", "--fork", "--kill-child", "--mount", "--uts", "--ipc", "sh", script, s.Dir}
 	p, err := startGroupArgv("systemd in "+n.Host.Netns, filepath.Join(s.Dir, "boot.log"), argv)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, cgroups.Remove(s.cgroup(), time.Second))
 	}
 	s.proc = p
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -168,8 +170,8 @@ func (s *Systemd) prepare(etc map[string][]byte, bins []string) error {
 	return nil
 }
 
-// cgroup is the name of its cgroup in every hierarchy.
-func (s *Systemd) cgroup() string { return "herald-test-systemd-" + s.Node.Name }
+// cgroup is its cgroup in every hierarchy.
+func (s *Systemd) cgroup() string { return "/herald-test-systemd-" + s.Node.Name }
 
 // firstChild is the first child of process pid (0 if none yet): unshare's
 // child is the new namespaces' PID 1.
@@ -240,34 +242,6 @@ func (s *Systemd) Stop() error {
 	}
 	err := s.proc.kill()
 	s.proc = nil
-	hierarchies, _ := filepath.Glob("/sys/fs/cgroup/*/" + s.cgroup())
-	for _, h := range hierarchies {
-		// Deepest first; a cgroup empties a moment after its last process.
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			if rmErr := removeCgroupTree(h); rmErr == nil || time.Now().After(deadline) {
-				err = errors.Join(err, rmErr)
-				break
-			}
-		}
-	}
-	return err
-}
-
-// removeCgroupTree removes a cgroup and the ones below it.
-func removeCgroupTree(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if e.IsDir() {
-			if err := removeCgroupTree(filepath.Join(dir, e.Name())); err != nil {
-				return err
-			}
-		}
-	}
-	return syscall.Rmdir(dir)
+	// Whatever systemd started and left is in its cgroups.
+	return errors.Join(err, cgroups.Kill(s.cgroup(), 10*time.Second), cgroups.Remove(s.cgroup(), 10*time.Second))
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/heraldlb/herald/test/cgroups"
 	"github.com/heraldlb/herald/test/cluster"
 	"github.com/heraldlb/herald/test/netlab"
 	"github.com/heraldlb/herald/test/realcluster/images"
@@ -322,7 +323,7 @@ func (c *Cluster) saveState() error {
 // prepareNode makes a node's cgroups, mount namespace and configuration,
 // and starts its containerd.
 func (c *Cluster) prepareNode(ctx context.Context, n *Node, o Options) error {
-	if err := ensureCgroup(n.Cgroup + "/system"); err != nil {
+	if err := cgroups.Ensure(n.Cgroup + "/system"); err != nil {
 		return err
 	}
 	if err := n.setupMounts(c.p.nsDir()); err != nil {

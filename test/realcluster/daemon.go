@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/heraldlb/herald/test/cgroups"
 )
 
 // daemon is one long-running process of the cluster (etcd, kube-apiserver,
@@ -64,7 +66,7 @@ func (d daemon) start() error {
 	if d.cgroup != "" {
 		// Joins the cgroup before anything else runs, so that whatever it
 		// starts (containerd's shims) is in it too, and can be found there.
-		argv = append([]string{"sh", "-c", joinCgroupScript(d.cgroup) + `exec "$@"`, "sh"}, argv...)
+		argv = append([]string{"sh", "-c", cgroups.JoinScript(d.cgroup) + `exec "$@"`, "sh"}, argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf

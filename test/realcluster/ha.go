@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/heraldlb/herald/test/arpwatch"
+	"github.com/heraldlb/herald/test/cgroups"
 )
 
 // An HA control plane, as kubeadm's stacked topology runs it: the first
@@ -236,7 +237,7 @@ func (c *Cluster) StartAPIServer(n *Node) error { return c.APIServer(n).start() 
 // Signal sends sig to every process of the node (its cgroup: daemons,
 // static Pods, containers): SIGSTOP freezes the node, SIGCONT thaws it.
 func (n *Node) Signal(sig syscall.Signal) error {
-	for _, pid := range cgroupPIDs(n.Cgroup) {
+	for _, pid := range cgroups.PIDs(n.Cgroup) {
 		if err := syscall.Kill(pid, sig); err != nil && err != syscall.ESRCH {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldlb/herald/test/cgroups"
 	"github.com/heraldlb/herald/test/pki"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -39,8 +40,10 @@ type Node struct {
 	Dir   string // its directory: roots of its paths, configs, logs
 	// MountNS is the file of its mount namespace (nsenter --mount=).
 	MountNS string
-	// Cgroup is its subtree in every cgroup hierarchy; the kubelet's
-	// cgroupRoot.
+	// Cgroup is its subtree in every cgroup v1 hierarchy (test/cgroups):
+	// the kubelet's cgroupRoot, with its pods below, and <Cgroup>/system
+	// for its daemons (containerd and its shims, the kubelet, kube-proxy).
+	// Tearing the node down kills what is left in the subtree and removes it.
 	Cgroup string
 
 	bin    binaries
@@ -106,7 +109,7 @@ func (n *Node) setupMounts(nsDir string) error {
 	// namespace's devices (what ip netns exec does too); it hides the
 	// cgroup hierarchies mounted under /sys, so they are bound back.
 	fmt.Fprintf(&script, "set -e\nmount --rbind %s %s\nmount -t sysfs sysfs /sys\nmount --rbind %s %s\numount -l %s\n",
-		cgroupFS, stash, stash, cgroupFS, stash)
+		cgroups.Root, stash, stash, cgroups.Root, stash)
 	script.WriteString("mount -t bpf bpf /sys/fs/bpf\n")
 	for _, p := range nodePaths {
 		fmt.Fprintf(&script, "mount --bind %s %s\n", n.root(p), p)
@@ -333,18 +336,15 @@ func (n *Node) teardown() error {
 			errs = append(errs, err)
 		}
 	}
-	if err := killCgroup(n.Cgroup, 30*time.Second); err != nil {
+	if err := cgroups.Kill(n.Cgroup, 30*time.Second); err != nil {
 		errs = append(errs, err)
 	}
-	// Not everything of the node stays in its cgroup: the HA control
-	// plane's etcd and kube-apiserver, the kubelet and containerd's shims
-	// were found in the root cgroups after a while (moved by something
-	// this harness does not know). They are all in the node's mount
-	// namespace.
+	// A second net: whatever runs in the node's mount namespace goes too,
+	// should it have left the node's cgroups.
 	if err := killMountNS(n.MountNS, 30*time.Second); err != nil {
 		errs = append(errs, err)
 	}
-	if err := removeCgroup(n.Cgroup); err != nil {
+	if err := cgroups.Remove(n.Cgroup, 10*time.Second); err != nil {
 		errs = append(errs, err)
 	}
 	if mounted(n.MountNS) {
@@ -376,7 +376,7 @@ func (n *Node) MAC() (net.HardwareAddr, error) {
 // subtree holds them all.
 func (n *Node) Processes(comm string) []int {
 	var out []int
-	for _, pid := range cgroupPIDs(n.Cgroup) {
+	for _, pid := range cgroups.PIDs(n.Cgroup) {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 		if err == nil && strings.TrimSpace(string(b)) == comm {
 			out = append(out, pid)
