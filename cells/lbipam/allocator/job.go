@@ -57,7 +57,7 @@ func registerAllocator(p params) error {
 // feeds pool and Service changes to it and writes its decisions, stamped
 // with the term, to the tables.
 func allocate(ctx context.Context, p params, term uint64, working func()) error {
-	if err := waitInitialized(ctx, p); err != nil {
+	if err := tables.WaitInitialized(ctx, p.DB, p.Services, p.Pools); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -156,23 +156,6 @@ func applyServiceChanges(e *Engine, changes iter.Seq2[statedb.Change[*tables.Ser
 			e.Restore(ch.Object)
 		default:
 			e.UpsertService(ch.Object)
-		}
-	}
-}
-
-func waitInitialized(ctx context.Context, p params) error {
-	for {
-		txn := p.DB.ReadTxn()
-		svcOK, svcWatch := p.Services.Initialized(txn)
-		poolOK, poolWatch := p.Pools.Initialized(txn)
-		if svcOK && poolOK {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-svcWatch:
-		case <-poolWatch:
 		}
 	}
 }

@@ -60,7 +60,7 @@ func registerAllocator(p params) error {
 // allocate runs one term: catch up, auto-create pools, rebuild the engine
 // from what the CiliumNodes hold, then follow the changes.
 func allocate(ctx context.Context, p params, term uint64, working func()) error {
-	if err := waitInitialized(ctx, p.DB, p.Pools, p.CiliumNodes, p.Nodes); err != nil {
+	if err := tables.WaitInitialized(ctx, p.DB, p.Pools, p.CiliumNodes, p.Nodes); err != nil {
 		return err
 	}
 	pools, _ := parseAutoCreate(p.Config.AutoCreateCiliumPodIPPools) // validated at start
@@ -162,33 +162,6 @@ func applyCiliumNodeChanges(e *Engine, changes iter.Seq2[statedb.Change[*tables.
 		}
 	}
 	return count
-}
-
-// initializable is a table whose initial list may still be pending.
-type initializable interface {
-	Initialized(statedb.ReadTxn) (bool, <-chan struct{})
-}
-
-func waitInitialized(ctx context.Context, db *statedb.DB, tbls ...initializable) error {
-	for {
-		txn := db.ReadTxn()
-		var watch <-chan struct{}
-		done := true
-		for _, t := range tbls {
-			if ok, w := t.Initialized(txn); !ok {
-				done, watch = false, w
-				break
-			}
-		}
-		if done {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-watch:
-		}
-	}
 }
 
 func write(p params, res Result, term uint64) {
