@@ -86,18 +86,23 @@ func (r *APIRecord) Longest() FailureWindow {
 // successful requests in a row: how long a client went without a fresh
 // answer, failures and slow requests alike. client-go, as kubectl, retries
 // a GET whose connection was reset, so a fault can show as one slow
-// request and no failure at all.
+// request and no failure at all. An outage still going on when the loop
+// stopped counts up to the end of its last request (at least that long),
+// and one with no success at all from the start of the first.
 func (r *APIRecord) LongestWithoutAnswer() time.Duration {
+	if len(r.Requests) == 0 {
+		return 0
+	}
 	var longest time.Duration
-	var last time.Time
+	last := r.Requests[0].Start
 	for _, q := range r.Requests {
-		if q.Err != nil {
-			continue
-		}
-		if !last.IsZero() {
+		if q.Err == nil {
 			longest = max(longest, q.End.Sub(last))
+			last = q.End
 		}
-		last = q.End
+	}
+	if end := r.Requests[len(r.Requests)-1]; end.Err != nil {
+		longest = max(longest, end.End.Sub(last))
 	}
 	return longest
 }

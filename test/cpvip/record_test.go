@@ -98,4 +98,15 @@ func TestAPIWindows(t *testing.T) {
 	if r.Failed() != 3 {
 		t.Fatalf("Failed = %d", r.Failed())
 	}
+
+	// An outage still going on when the loop stops counts up to its last
+	// request; one with no answer at all from the first request.
+	r.Requests = append(r.Requests, APIRequest{ms(1200), ms(3200), fail})
+	if got := r.LongestWithoutAnswer(); got != 2090*time.Millisecond {
+		t.Fatalf("LongestWithoutAnswer with an outage at the end = %v, want 2.09s", got)
+	}
+	r = &APIRecord{Requests: []APIRequest{{ms(10), ms(20), fail}, {ms(60), ms(2060), fail}}}
+	if got := r.LongestWithoutAnswer(); got != 2050*time.Millisecond {
+		t.Fatalf("LongestWithoutAnswer with no answer at all = %v, want 2.05s", got)
+	}
 }
