@@ -33,7 +33,7 @@ func TestExtraVersions(t *testing.T) {
 		wantStorage map[string]bool
 	}{
 		{"ciliumbgpclusterconfigs.cilium.io", map[string]bool{"v2alpha1": false, "v2": true}},
-		{"ciliumloadbalancerippools.cilium.io", map[string]bool{"v2alpha1": true, "v2": false}},
+		{"ciliumloadbalancerippools.cilium.io", map[string]bool{"v2alpha1": false, "v2": true}},
 		{"ciliuml2announcementpolicies.cilium.io", map[string]bool{"v2alpha1": true}},
 		{"ciliumpodippools.cilium.io", map[string]bool{"v2alpha1": true}},
 	} {

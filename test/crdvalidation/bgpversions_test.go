@@ -83,9 +83,9 @@ func TestBGPServedAsBothVersions(t *testing.T) {
 	}
 }
 
-// The CRDs store the BGP resources as v2, as Cilium's do; the pools keep
-// v2alpha1.
-func TestBGPStorageVersion(t *testing.T) {
+// The CRDs store the BGP resources and the LB IPAM pools as v2, as Cilium's
+// do.
+func TestStorageVersions(t *testing.T) {
 	ext, err := apiextensions.NewForConfig(testCluster.RESTConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestBGPStorageVersion(t *testing.T) {
 	crds := ext.ApiextensionsV1().CustomResourceDefinitions()
 	for plural, want := range map[string]string{
 		v2alpha1.BGPClusterConfigPlural: "v2", v2alpha1.BGPPeerConfigPlural: "v2", v2alpha1.BGPAdvertisementPlural: "v2",
-		v2alpha1.BGPNodeConfigOverridePlural: "v2", v2alpha1.BGPNodeConfigPlural: "v2", v2alpha1.PoolPlural: "v2alpha1",
+		v2alpha1.BGPNodeConfigOverridePlural: "v2", v2alpha1.BGPNodeConfigPlural: "v2", v2alpha1.PoolPlural: "v2",
 	} {
 		crd, err := crds.Get(context.Background(), plural+"."+v2alpha1.GroupName, metav1.GetOptions{})
 		if err != nil {

@@ -21,7 +21,7 @@ import (
 )
 
 var (
-	// clientset speaks cilium.io/v2alpha1 (the storage version of the pools)
+	// clientset speaks cilium.io/v2alpha1 (the version of the Go types)
 	// and cilium.io/v2 (CiliumNode).
 	clientset versioned.Interface
 	// dyn applies manifests untyped, as kubectl does, and reaches the

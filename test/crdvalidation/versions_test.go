@@ -15,9 +15,9 @@ import (
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 )
 
-// servedVersions are the versions install/crds serves the pool CRD under;
-// v2alpha1 is the storage version, v2 a copy with the same schema
-// (hack/crd-versions).
+// servedVersions are the versions install/crds serves the pool CRD under:
+// v2alpha1, the version of the Go types, and v2, a copy with the same
+// schema and the storage version, as in Cilium (hack/crd-versions).
 var servedVersions = []string{"v2alpha1", "v2"}
 
 func poolsGVR(version string) schema.GroupVersionResource {
