@@ -145,13 +145,18 @@ func Kill(path string, within time.Duration) error {
 	}
 }
 
-// Remove removes the subtree from every hierarchy, deepest first. A cgroup
-// whose last process has just died stays busy for a moment: Remove tries
-// again until within has passed. A subtree that is not there is fine.
+// Remove removes the subtree from every hierarchy, deepest first, and from
+// the unified hierarchy, where runc makes the containers' cgroups too when
+// it is mounted. A cgroup whose last process has just died stays busy for
+// a moment: Remove tries again until within has passed. A subtree that is
+// not there is fine.
 func Remove(path string, within time.Duration) error {
 	hs, err := Hierarchies()
 	if err != nil {
 		return err
+	}
+	if _, err := os.Stat(filepath.Join(Root, "unified", "cgroup.procs")); err == nil {
+		hs = append(hs, "unified")
 	}
 	deadline := time.Now().Add(within)
 	for {

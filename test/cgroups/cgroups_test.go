@@ -61,6 +61,14 @@ func TestLifecycle(t *testing.T) {
 	if err := Remove(top, 200*time.Millisecond); err == nil {
 		t.Fatal("Remove succeeded while a process is in the subtree")
 	}
+	// runc makes the containers' cgroups in the unified hierarchy too.
+	unified := filepath.Join(Root, "unified")
+	if _, err := os.Stat(filepath.Join(unified, "cgroup.procs")); err == nil {
+		if err := os.MkdirAll(filepath.Join(unified, path, "container"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, "unified")
+	}
 	if err := Kill(top, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
