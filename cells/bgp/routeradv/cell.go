@@ -6,7 +6,8 @@
 // it learned so; GoBGP sends none itself. The advertisements carry no
 // prefix, so nothing on the link configures an address from them.
 //
-// Reads: table bgp-instances (peers with autoDiscovery mode Unnumbered).
+// Reads: table bgp-instances (peers with autoDiscovery mode Unnumbered),
+// table devices (which of their interfaces the node has).
 // Writes: ICMPv6 Router Advertisements on those interfaces.
 //
 // Runs while the BGP control plane is on.
@@ -36,6 +37,7 @@ type params struct {
 	BGP       bgpconfig.Config
 	DB        *statedb.DB
 	Instances statedb.Table[*tables.BGPInstance]
+	Devices   statedb.Table[*tables.Device]
 	Jobs      job.Group
 	Log       *slog.Logger
 }

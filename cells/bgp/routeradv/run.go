@@ -2,6 +2,7 @@ package routeradv
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,10 +12,11 @@ import (
 type advertiser struct {
 	params
 	senders map[string]*sender // by interface
+	missing []string           // interfaces of peers the node does not have
 }
 
-// run keeps one sender per interface of interfaces(), until the agent
-// stops.
+// run keeps one sender per interface of interfaces() that the node has,
+// until the agent stops.
 func (a *advertiser) run(ctx context.Context, health cell.Health) error {
 	defer func() {
 		for name, s := range a.senders {
@@ -23,8 +25,11 @@ func (a *advertiser) run(ctx context.Context, health cell.Health) error {
 		}
 	}()
 	for {
-		iter, watch := a.Instances.AllWatch(a.DB.ReadTxn())
-		want := interfaces(iter)
+		txn := a.DB.ReadTxn()
+		insts, instWatch := a.Instances.AllWatch(txn)
+		devs, devWatch := a.Devices.AllWatch(txn)
+		want, missing := onLink(interfaces(insts), devs)
+		a.noteMissing(missing)
 		for name, s := range a.senders {
 			if _, ok := want[name]; !ok {
 				s.stop()
@@ -39,20 +44,36 @@ func (a *advertiser) run(ctx context.Context, health cell.Health) error {
 			}
 			a.senders[name].solicit.Store(want[name])
 		}
-		health.OK("advertising on " + describe(names(want)))
+		health.OK(describe(names(want), missing))
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-watch:
+		case <-instWatch:
+		case <-devWatch:
 		}
 	}
 }
 
-func describe(names []string) string {
-	if len(names) == 0 {
-		return "no interface"
+// noteMissing logs each interface that became missing, once.
+func (a *advertiser) noteMissing(missing []string) {
+	for _, name := range missing {
+		if !slices.Contains(a.missing, name) {
+			a.Log.Info("The interface of a BGP unnumbered peer is not on this node, or has no IPv6 link-local address; advertising once it has",
+				"interface", name)
+		}
 	}
-	return strings.Join(names, ", ")
+	a.missing = missing
+}
+
+func describe(advertising, missing []string) string {
+	s := "advertising on no interface"
+	if len(advertising) > 0 {
+		s = "advertising on " + strings.Join(advertising, ", ")
+	}
+	if len(missing) > 0 {
+		s += "; waiting for " + strings.Join(missing, ", ")
+	}
+	return s
 }
 
 // interval is how often a sender advertises unasked. A peer that

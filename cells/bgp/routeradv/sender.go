@@ -106,7 +106,7 @@ func run(ctx context.Context, log *slog.Logger, name string, solicit *atomic.Boo
 			}
 		}
 		// A socket that could not be opened is tried again soon, then
-		// less often (an interface this node does not have).
+		// less often (an interface gone before the devices table says so).
 		next := interval
 		if c == nil {
 			next = min(retryOpen<<min(opens-1, 3), interval)

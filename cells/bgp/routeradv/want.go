@@ -31,6 +31,35 @@ func interfaces(insts iter.Seq2[*tables.BGPInstance, statedb.Revision]) map[stri
 	return out
 }
 
+// onLink splits the interfaces to advertise on into those of the node that
+// have an IPv6 link-local address to send from, and the others, sorted. A
+// peer config applies to every node it selects, and not every node has
+// the peer's interface: such a node waits for the interface to appear
+// rather than try to open a socket on it again and again.
+func onLink(want map[string]bool, devices iter.Seq2[*tables.Device, statedb.Revision]) (ready map[string]bool, missing []string) {
+	ready = map[string]bool{}
+	for d := range devices {
+		if solicit, ok := want[d.Name]; ok && hasLinkLocal6(d) {
+			ready[d.Name] = solicit
+		}
+	}
+	for _, name := range names(want) {
+		if _, ok := ready[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	return ready, missing
+}
+
+func hasLinkLocal6(d *tables.Device) bool {
+	for _, a := range d.Addresses {
+		if a.Addr.Is6() && a.Addr.IsLinkLocalUnicast() {
+			return true
+		}
+	}
+	return false
+}
+
 // names are the interfaces' names, sorted.
 func names(want map[string]bool) []string {
 	return slices.Sorted(maps.Keys(want))
