@@ -50,14 +50,25 @@ func Hierarchies() ([]string, error) {
 	return out, nil
 }
 
-// Ensure creates the cgroup path in every hierarchy. cpuset's cpus and
-// mems start empty in a new v1 cgroup, which then admits no process: each
-// level takes its parent's.
+// withUnified adds the unified hierarchy to hs when it is mounted beside
+// them (the hybrid layout): it has no controllers, but systemd tracks its
+// units there and runc makes the containers' cgroups there too.
+func withUnified(hs []string) []string {
+	if _, err := os.Stat(filepath.Join(Root, "unified", "cgroup.procs")); err == nil {
+		return append(hs, "unified")
+	}
+	return hs
+}
+
+// Ensure creates the cgroup path in every hierarchy, the unified one
+// included. cpuset's cpus and mems start empty in a new v1 cgroup, which
+// then admits no process: each level takes its parent's.
 func Ensure(path string) error {
 	hs, err := Hierarchies()
 	if err != nil {
 		return err
 	}
+	hs = withUnified(hs)
 	for _, h := range hs {
 		cur := filepath.Join(Root, h)
 		for _, part := range strings.Split(strings.Trim(path, "/"), "/") {
@@ -93,7 +104,8 @@ func inheritCpuset(parent, cur string) error {
 }
 
 // JoinScript is shell that moves the shell into the cgroup path (made by
-// Ensure) in every hierarchy; what the shell executes next stays there.
+// Ensure) in every hierarchy, the unified one included; what the shell
+// executes next stays there.
 func JoinScript(path string) string {
 	p := strings.Trim(path, "/")
 	return fmt.Sprintf(`for h in %s/*/; do [ -f "${h}%s/cgroup.procs" ] && echo $$ > "${h}%s/cgroup.procs"; done; `, Root, p, p)
@@ -145,19 +157,16 @@ func Kill(path string, within time.Duration) error {
 	}
 }
 
-// Remove removes the subtree from every hierarchy, deepest first, and from
-// the unified hierarchy, where runc makes the containers' cgroups too when
-// it is mounted. A cgroup whose last process has just died stays busy for
-// a moment: Remove tries again until within has passed. A subtree that is
-// not there is fine.
+// Remove removes the subtree from every hierarchy, the unified one
+// included, deepest first. A cgroup whose last process has just died stays
+// busy for a moment: Remove tries again until within has passed. A subtree
+// that is not there is fine.
 func Remove(path string, within time.Duration) error {
 	hs, err := Hierarchies()
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(Root, "unified", "cgroup.procs")); err == nil {
-		hs = append(hs, "unified")
-	}
+	hs = withUnified(hs)
 	deadline := time.Now().Add(within)
 	for {
 		var errs []error

@@ -32,6 +32,7 @@ func TestLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	hs = withUnified(hs)
 
 	cmd := exec.Command("sh", "-c", JoinScript(path)+"exec sleep 600")
 	if err := cmd.Start(); err != nil {
@@ -62,12 +63,10 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal("Remove succeeded while a process is in the subtree")
 	}
 	// runc makes the containers' cgroups in the unified hierarchy too.
-	unified := filepath.Join(Root, "unified")
-	if _, err := os.Stat(filepath.Join(unified, "cgroup.procs")); err == nil {
-		if err := os.MkdirAll(filepath.Join(unified, path, "container"), 0o755); err != nil {
+	if slices.Contains(hs, "unified") {
+		if err := os.MkdirAll(filepath.Join(Root, "unified", path, "container"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		hs = append(hs, "unified")
 	}
 	if err := Kill(top, 10*time.Second); err != nil {
 		t.Fatal(err)
