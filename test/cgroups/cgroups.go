@@ -141,9 +141,16 @@ func PIDs(path string) []int {
 // Kill kills every process in the subtree and waits until they are gone (a
 // process frozen with SIGSTOP dies from SIGKILL too).
 func Kill(path string, within time.Duration) error {
+	return KillAll("cgroup "+path, func() []int { return PIDs(path) }, within)
+}
+
+// KillAll kills the processes find lists, again and again (a process may
+// fork while it is killed), until find lists none or within has passed;
+// what names them in the error.
+func KillAll(what string, find func() []int, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
-		pids := PIDs(path)
+		pids := find()
 		if len(pids) == 0 {
 			return nil
 		}
@@ -151,7 +158,7 @@ func Kill(path string, within time.Duration) error {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("cgroup %s: processes %v do not go", path, pids)
+			return fmt.Errorf("%s: processes %v do not go", what, pids)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

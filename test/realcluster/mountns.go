@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/heraldlb/herald/test/cgroups"
 )
 
 // killMountNS kills every process in the mount namespace bound at nsFile
@@ -16,8 +18,7 @@ func killMountNS(nsFile string, within time.Duration) error {
 		return nil
 	}
 	want := fmt.Sprintf("mnt:[%d]", st.Ino)
-	deadline := time.Now().Add(within)
-	for {
+	return cgroups.KillAll("mount namespace "+nsFile, func() []int {
 		var pids []int
 		entries, _ := os.ReadDir("/proc")
 		for _, e := range entries {
@@ -29,15 +30,6 @@ func killMountNS(nsFile string, within time.Duration) error {
 				pids = append(pids, pid)
 			}
 		}
-		if len(pids) == 0 {
-			return nil
-		}
-		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("mount namespace %s: processes %v do not go", nsFile, pids)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return pids
+	}, within)
 }
