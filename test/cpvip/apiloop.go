@@ -2,6 +2,7 @@ package cpvip
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -25,6 +26,12 @@ type APIRequest struct {
 	Start, End time.Time
 	Err        error // nil: it succeeded
 }
+
+// ErrNoAnswerYet is the Err of the request the loop was waiting on when it
+// stopped: not failed, but not answered either (a request the frozen
+// owner's API server accepted waits until the node thaws or the client
+// gives up). Its End is when the loop stopped.
+var ErrNoAnswerYet = errors.New("no answer yet when the loop stopped")
 
 // FailureWindow is a run of failed requests: from the start of the first
 // to the start of the next request that succeeded (or the end of the last
@@ -107,15 +114,27 @@ func (r *APIRecord) LongestWithoutAnswer() time.Duration {
 	return longest
 }
 
-// Failed counts the failed requests.
+// Failed counts the failed requests (not one still waiting for its answer
+// when the loop stopped).
 func (r *APIRecord) Failed() int {
 	n := 0
 	for _, q := range r.Requests {
-		if q.Err != nil {
+		if q.Err != nil && !errors.Is(q.Err, ErrNoAnswerYet) {
 			n++
 		}
 	}
 	return n
+}
+
+// AnsweredSince reports whether a request that started at or after t has
+// been answered.
+func (r *APIRecord) AnsweredSince(t time.Time) bool {
+	for _, q := range r.Requests {
+		if q.Err == nil && !q.Start.Before(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // APILoop lists the Nodes through the API server of kubeconfig (a VIP's)
@@ -165,7 +184,12 @@ func (l *APILoop) run(ctx context.Context, client kubernetes.Interface, every ti
 		_, q.Err = client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		q.End = time.Now()
 		if ctx.Err() != nil {
-			return // cut short by Stop: neither a success nor a failure
+			// Cut short by Stop: unanswered so far, which counts.
+			q.Err = ErrNoAnswerYet
+			l.mu.Lock()
+			l.rec.Requests = append(l.rec.Requests, q)
+			l.mu.Unlock()
+			return
 		}
 		l.mu.Lock()
 		l.rec.Requests = append(l.rec.Requests, q)
@@ -185,6 +209,20 @@ func (l *APILoop) Stop() *APIRecord {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return &APIRecord{Requests: append([]APIRequest(nil), l.rec.Requests...)}
+}
+
+// WaitAnswerSince waits, at most within, until a request that started at
+// or after t has been answered: a trial that ends the loop sooner would
+// not see how long a client waits on a request the old owner had taken.
+func (l *APILoop) WaitAnswerSince(t time.Time, within time.Duration) bool {
+	for deadline := time.Now().Add(within); ; time.Sleep(20 * time.Millisecond) {
+		if l.Snapshot().AnsweredSince(t) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }
 
 // Snapshot returns the record so far, the loop going on.

@@ -154,7 +154,8 @@ func BenchmarkControlPlaneVIPFailover(b *testing.B) {
 // benchTrial runs one fault on the current owner: it waits until the
 // control plane is settled, watches the IPv4 VIP every WatchEvery and
 // lists the Nodes through it, applies the fault, waits for another MAC
-// (benchTakeoverCap at most) and a second more, then restores the owner.
+// (benchTakeoverCap at most), a second more and until the client is
+// answered again, then restores the owner.
 func benchTrial(b *testing.B, cp *ControlPlane, d vipDaemons, f benchFault, i int) trialResult {
 	benchSettle(b, cp, d)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*benchTakeoverCap)
@@ -190,6 +191,9 @@ func benchTrial(b *testing.B, cp *ControlPlane, d vipDaemons, f benchFault, i in
 		time.Sleep(20 * time.Millisecond)
 	}
 	time.Sleep(time.Until(end.Add(time.Second)))
+	// The client answered again, before the owner is restored: a request
+	// a frozen owner's API server had taken waits for the client's timeout.
+	api.WaitAnswerSince(end, APITimeout+2*time.Second)
 	rec, apiRec := w.Stop(), api.Stop()
 	if err := f.undo(d, owner); err != nil {
 		b.Fatal(err)

@@ -109,4 +109,17 @@ func TestAPIWindows(t *testing.T) {
 	if got := r.LongestWithoutAnswer(); got != 2050*time.Millisecond {
 		t.Fatalf("LongestWithoutAnswer with no answer at all = %v, want 2.05s", got)
 	}
+
+	// A request still waiting when the loop stopped counts as unanswered,
+	// not as failed.
+	r = &APIRecord{Requests: []APIRequest{{ms(0), ms(5), nil}, {ms(50), ms(1500), ErrNoAnswerYet}}}
+	if got := r.LongestWithoutAnswer(); got != 1495*time.Millisecond {
+		t.Fatalf("LongestWithoutAnswer with a request waiting at the end = %v, want 1.495s", got)
+	}
+	if r.Failed() != 0 {
+		t.Fatalf("Failed = %d, want 0: the request was not answered yet, not failed", r.Failed())
+	}
+	if !r.AnsweredSince(ms(0)) || r.AnsweredSince(ms(1)) {
+		t.Fatal("AnsweredSince: only the request started at 0 was answered")
+	}
 }

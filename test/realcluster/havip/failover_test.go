@@ -97,12 +97,17 @@ func failoverTrial(t *testing.T, f fault, i int) (time.Duration, time.Duration) 
 	}
 	time.Sleep(time.Second) // what follows the takeover: no double answers either
 	rec := w.Stop()
-	undoErr := f.undo(owner)
-	apiRec := api.Stop()
-	if undoErr != nil {
-		t.Fatal(undoErr)
-	}
 	gap, ok := rec.Failover(at, ownerMAC)
+	if ok {
+		// Until the client is answered again, before the owner is
+		// restored: a request a frozen owner's API server had taken waits
+		// for the client's timeout.
+		api.WaitAnswerSince(at.Add(gap), cpvip.APITimeout+2*time.Second)
+	}
+	apiRec := api.Stop()
+	if err := f.undo(owner); err != nil {
+		t.Fatal(err)
+	}
 	if !ok {
 		t.Fatalf("trial %d: nobody took over from %s within 10 s:\n%s", i, owner.Name, rec.Format(name))
 	}
