@@ -35,7 +35,8 @@ var ErrNoAnswerYet = errors.New("no answer yet when the loop stopped")
 
 // FailureWindow is a run of failed requests: from the start of the first
 // to the start of the next request that succeeded (or the end of the last
-// failed one, if none did).
+// failed one, if none did). A request still waiting for its answer when
+// the loop stopped has not failed: it is in no window.
 type FailureWindow struct {
 	From, To time.Time
 	Failures int
@@ -60,6 +61,9 @@ func (r *APIRecord) Windows() []FailureWindow {
 	var out []FailureWindow
 	var cur *FailureWindow
 	for _, q := range r.Requests {
+		if errors.Is(q.Err, ErrNoAnswerYet) {
+			continue
+		}
 		switch {
 		case q.Err != nil && cur == nil:
 			cur = &FailureWindow{From: q.Start, To: q.End, Failures: 1, FirstErr: q.Err}
