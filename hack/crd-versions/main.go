@@ -65,12 +65,12 @@ var extraVersions = map[string][]string{
 
 // storedAs names the extra version that becomes the storage version, as
 // in Cilium, whose BGP resources are stored as v2 since v2 exists and its
-// LB IPAM pools since 1.18. With
-// identical schemas this is safe both ways: objects already stored as
-// v2alpha1 are read through the "None" conversion (only apiVersion
-// changes) and rewritten as v2 on their next update, and Herald, which
-// reads and writes v2alpha1, sees the same objects. A cluster coming from
-// Cilium, whose status.storedVersions lists v2, needs no migration.
+// LB IPAM pools since 1.18. With identical schemas this is safe both ways:
+// objects already stored as v2alpha1 are read through the "None"
+// conversion (only apiVersion changes) and rewritten as v2 on their next
+// update, and Herald, which reads and writes v2alpha1, sees the same
+// objects. A cluster coming from Cilium, whose status.storedVersions lists
+// v2, needs no migration.
 var storedAs = map[string]string{
 	"ciliumloadbalancerippools.cilium.io":    "v2",
 	"ciliumbgpclusterconfigs.cilium.io":      "v2",
