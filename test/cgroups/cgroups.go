@@ -1,13 +1,14 @@
 // Package cgroups gives the test harnesses that run daemons as a node
 // would (the real cluster's nodes, a control-plane node's systemd) a cgroup
-// subtree of their own in every cgroup v1 hierarchy, so that tearing them
-// down finds every process they started (containers run in mount
-// namespaces of their own; only their cgroup finds them) and leaves no
-// cgroup behind.
+// subtree of their own in every hierarchy, so that tearing them down finds
+// every process they started (containers run in mount namespaces of their
+// own; only their cgroup finds them) and leaves no cgroup behind.
 //
-// These machines mount cgroup v1 only (the unified hierarchy is empty),
-// which kubelet 1.34 and systemd 252 still support. A path is a cgroup
-// below each hierarchy's root, such as /hrc-node1/system.
+// These machines mount the cgroup v1 hierarchies, which kubelet 1.34 and
+// systemd 252 still support, and beside them a unified hierarchy without
+// controllers, where systemd tracks its units and runc makes containers'
+// cgroups too. A path is a cgroup below each hierarchy's root, such as
+// /hrc-node1/system.
 package cgroups
 
 import (
@@ -26,9 +27,9 @@ import (
 // Root is where the hierarchies are mounted.
 const Root = "/sys/fs/cgroup"
 
-// Hierarchies are the mounted v1 hierarchies: cpu,cpuacct, memory, ...,
+// hierarchies are the mounted v1 hierarchies: cpu,cpuacct, memory, ...,
 // systemd (name=systemd). Co-mounted ones appear once.
-func Hierarchies() ([]string, error) {
+func hierarchies() ([]string, error) {
 	entries, err := os.ReadDir(Root)
 	if err != nil {
 		return nil, err
@@ -64,7 +65,7 @@ func withUnified(hs []string) []string {
 // included. cpuset's cpus and mems start empty in a new v1 cgroup, which
 // then admits no process: each level takes its parent's.
 func Ensure(path string) error {
-	hs, err := Hierarchies()
+	hs, err := hierarchies()
 	if err != nil {
 		return err
 	}
@@ -114,7 +115,7 @@ func JoinScript(path string) string {
 // PIDs lists every process in the subtree (of the pids hierarchy, or of
 // the first one there is).
 func PIDs(path string) []int {
-	hs, err := Hierarchies()
+	hs, err := hierarchies()
 	if err != nil {
 		return nil
 	}
@@ -169,7 +170,7 @@ func KillAll(what string, find func() []int, within time.Duration) error {
 // busy for a moment: Remove tries again until within has passed. A subtree
 // that is not there is fine.
 func Remove(path string, within time.Duration) error {
-	hs, err := Hierarchies()
+	hs, err := hierarchies()
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func TestLifecycle(t *testing.T) {
 	if err := Ensure(path); err != nil {
 		t.Fatalf("Ensure again: %v", err)
 	}
-	hs, err := Hierarchies()
+	hs, err := hierarchies()
 	if err != nil {
 		t.Fatal(err)
 	}
