@@ -231,22 +231,36 @@ func TestMembersManyServices(t *testing.T) {
 			t.Errorf("Lease of %s names %q, but %s answers for %s", name, h, owners[vip][0], vip)
 		}
 	}
-	// A sample on the wire. Up to three requests each, as an ARP client
-	// asks: a node whose liveness renewal runs late (a 2-core machine
-	// running several suites at once) is silent until it catches up,
-	// which is the fence at work; two MACs are never right.
+	// A sample on the wire: each VIP is answered, and never by two MACs.
+	// A node whose liveness renewal runs late (a 2-core machine running
+	// several suites at once) fences itself and is silent until its new
+	// term has re-taken its addresses, which is the fence at work; so a
+	// sample waits for an answer rather than expecting the first request
+	// to get one. Two MACs are never right.
+	macs := map[string]string{}
+	for _, n := range nodes {
+		macs[n.host.MAC.String()] = n.Name
+	}
 	i := 0
 	for _, vip := range vips {
 		if i++; i > 20 {
 			break
 		}
-		var r arpwatch.ProbeResult
-		for try := 0; try < 3 && len(r.MACs()) == 0; try++ {
-			r = probe(t, vip)
-		}
-		if len(r.MACs()) != 1 {
-			t.Errorf("ARP for %s: %s, want exactly one MAC", vip, r)
-		}
+		waitFor(t, func() (bool, string) {
+			r := probe(t, vip)
+			switch got := r.MACs(); len(got) {
+			case 0:
+				return false, fmt.Sprintf("ARP for %s: %s", vip, r)
+			case 1:
+				if macs[got[0]] == "" {
+					t.Fatalf("ARP for %s: %s, answered by no node's MAC", vip, r)
+				}
+				return true, ""
+			default:
+				t.Fatalf("ARP for %s: %s, want exactly one MAC", vip, r)
+				return false, ""
+			}
+		})
 	}
 }
 
