@@ -200,7 +200,7 @@ func (e *elector) apply(v view, p plan, fresh bool) {
 	keep := map[string]bool{}
 	for _, o := range owners {
 		keep[o.Group] = true
-		if old, _, ok := e.Owners.Get(wtxn, tables.L2OwnerGroupIndex.Query(o.Group)); ok && sameJSON(old, o) {
+		if old, _, ok := e.Owners.Get(wtxn, tables.L2OwnerGroupIndex.Query(o.Group)); ok && old.Same(o) {
 			continue
 		}
 		_, _, _ = e.Owners.Insert(wtxn, o)
