@@ -28,18 +28,28 @@ const L2MemberConfirmationTableName = "l2-member-confirmation"
 type L2MemberConfirmation struct {
 	Node           string    `json:"node"`
 	ConfirmedUntil time.Time `json:"confirmedUntil"`
+	// ConfirmedSince is when the unbroken run of confirmations that ends
+	// at ConfirmedUntil began: the send time of its first answered
+	// request, each later one sent before the one before it ran out. The
+	// run as a whole is the evidence that this node was never without a
+	// confirmation in between, however late it is read; a reader that
+	// sees an older row sees an older run, as true as the newer one.
+	ConfirmedSince time.Time `json:"confirmedSince"`
 }
 
 func (c *L2MemberConfirmation) TableHeader() []string {
-	return []string{"Node", "ConfirmedUntil"}
+	return []string{"Node", "ConfirmedSince", "ConfirmedUntil"}
 }
 
 func (c *L2MemberConfirmation) TableRow() []string {
-	until := "-"
-	if !c.ConfirmedUntil.IsZero() {
-		until = c.ConfirmedUntil.UTC().Format(time.RFC3339Nano)
+	return []string{c.Node, timeOrDash(c.ConfirmedSince), timeOrDash(c.ConfirmedUntil)}
+}
+
+func timeOrDash(t time.Time) string {
+	if t.IsZero() {
+		return "-"
 	}
-	return []string{c.Node, until}
+	return t.UTC().Format(time.RFC3339Nano)
 }
 
 // L2MemberConfirmationNodeIndex is the primary index.

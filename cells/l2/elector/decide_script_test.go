@@ -235,6 +235,7 @@ func (w *protocolWorld) standingCmd() script.Cmd {
 		Flags: func(fs *pflag.FlagSet) {
 			fs.Int("universe", 0, "the cluster's size as far as this node knows it (0: the members)")
 			fs.String("confirmed", "-", "until when a peer's echo confirms this node")
+			fs.String("confirmed-since", "-", "since when the peers' echoes confirm it without a gap (-: as of now)")
 			fs.String("lease", "-", "until when this node's own node Lease is renewed")
 			fs.String("witness", "-", "until when this node's own witness record lets it answer (two nodes)")
 			fs.Bool("peer-witness-gone", false, "the other node's witness record expired (two nodes)")
@@ -243,8 +244,13 @@ func (w *protocolWorld) standingCmd() script.Cmd {
 		universe, _ := s.Flags.GetInt("universe")
 		confirmed, _ := s.Flags.GetString("confirmed")
 		lease, _ := s.Flags.GetString("lease")
-		c, err := w.at(confirmed)
-		if err != nil {
+		since, _ := s.Flags.GetString("confirmed-since")
+		var c confirmation
+		var err error
+		if c.until, err = w.at(confirmed); err != nil {
+			return nil, err
+		}
+		if c.since, err = w.at(since); err != nil {
 			return nil, err
 		}
 		own, err := w.at(lease)
@@ -269,7 +275,7 @@ func (w *protocolWorld) standingCmd() script.Cmd {
 		st := judge(max(live, 1), universe, c, own, witness{own: ownWitness, peersGone: gone})
 		w.mayMove = st.mayMove
 		out := "term " + dashIfEmpty(w.fence.term)
-		if w.fence.advance(w.now, st.until, st.hold) {
+		if w.fence.advance(w.now, st.until, st.hold, st.since) {
 			w.took = map[string]string{}
 			out = "new term " + w.fence.term
 		}

@@ -221,14 +221,14 @@ func (e *elector) turn(now time.Time, last *lastTurn, health cell.Health) member
 	rows, version := statedb.Collect(all), e.Members.Revision(txn)
 	// The confirmation as last written: a stale read is an earlier
 	// deadline, never a later one (tables.L2MemberConfirmation).
-	var confirmed time.Time
+	var confirmed confirmation
 	conf, _, confWatch, ok := e.Confirmation.GetWatch(txn, tables.L2MemberConfirmationNodeIndex.Query(e.self))
 	if ok {
-		confirmed = conf.ConfirmedUntil
+		confirmed = confirmation{since: conf.ConfirmedSince, until: conf.ConfirmedUntil}
 	}
 	st := e.evidence(now, txn, rows, confirmed)
 	why := st.why
-	if e.fence.advance(now, st.until, st.hold) {
+	if e.fence.advance(now, st.until, st.hold, st.since) {
 		e.Log.Info("Liveness confirmed: new term; holdings of earlier terms are void", "term", e.fence.term, "evidence", why)
 		e.newTerm()
 	}
@@ -252,6 +252,12 @@ func (e *elector) turn(now time.Time, last *lastTurn, health cell.Health) member
 		}
 	}
 	last.writesLanded = e.drainResults() || last.writesLanded
+	// The deadline goes out as soon as the evidence is read, before a
+	// round that may take long on a busy node with many groups: the
+	// responder goes on answering for what it holds meanwhile. In a new
+	// term nothing is published until the old term's entries are out
+	// (writeFence).
+	e.publishFence(fresh)
 	grace := inRejoinGrace(rows, e.fence.since, now)
 	if last.inputs == nil || tablesync.Closed(last.inputs...) || fresh != last.fresh || e.fence.term != last.term || version != last.members || last.writesLanded ||
 		st.mayMove != last.mayMove || grace != last.grace {
@@ -286,7 +292,7 @@ func (e *elector) termRecorded(txn statedb.ReadTxn) bool {
 // live members, the cluster's size (the universe: the live members and
 // the nodes whose Lease is not known to have expired), and until when
 // the peers confirm it.
-func (e *elector) evidence(now time.Time, txn statedb.ReadTxn, rows []*tables.L2Member, confirmed time.Time) standing {
+func (e *elector) evidence(now time.Time, txn statedb.ReadTxn, rows []*tables.L2Member, confirmed confirmation) standing {
 	// When each node Lease version was first seen; Leases gone are
 	// forgotten.
 	seen := map[string]seenLease{}

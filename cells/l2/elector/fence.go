@@ -13,6 +13,15 @@ import (
 // ran out starts a new term, under a new name. Whatever the node held in
 // the old term is void: meanwhile the others may have declared it dead
 // and taken over.
+//
+// What counts is the evidence, not when the elector reads it: the peers'
+// confirmations come as a run without gaps (each echo sent before the one
+// before it ran out), and a run that began while the term held continues
+// it, however late the elector reads it (a round that took long on a busy
+// node). The node was confirmed all along, so nobody declared it dead;
+// only its responder fell silent meanwhile, which is safe. Without this, a
+// slow elector voided its own term with every round, and every new term
+// costs a round over every group.
 type fence struct {
 	term  string
 	until time.Time // it may answer until then
@@ -24,16 +33,17 @@ type fence struct {
 }
 
 // advance records evidence, read at now, that the node may answer until
-// until and that nobody can take its groups before hold. It reports
-// whether a new term started.
-func (f *fence) advance(now, until, hold time.Time) bool {
+// until and that nobody can take its groups before hold; since, unless
+// zero, is when the unbroken run of evidence that gives until began. It
+// reports whether a new term started.
+func (f *fence) advance(now, until, hold, since time.Time) bool {
 	if until.After(hold) {
 		hold = until
 	}
 	if !hold.After(now) {
 		return false // stale: it expired before it was read
 	}
-	if f.term != "" && f.hold.After(now) {
+	if f.term != "" && (f.hold.After(now) || (!since.IsZero() && since.Before(f.hold))) {
 		if until.After(f.until) {
 			f.until = until
 		}
@@ -58,6 +68,9 @@ func (f *fence) valid(now time.Time) bool { return f.term != "" && now.Before(f.
 // standing is what this node may do, and why.
 type standing struct {
 	until time.Time // it may answer until then
+	// since: when the unbroken evidence for until began (zero: no run,
+	// the evidence is as of now).
+	since time.Time
 	// hold: nobody can take its groups before then (zero: until); it
 	// keeps its term while it does not answer.
 	hold time.Time
@@ -66,6 +79,10 @@ type standing struct {
 	mayMove bool
 	why     string
 }
+
+// confirmation is what the peers' echoes confirm (l2-member-confirmation):
+// until when this node may answer, and since when they have without a gap.
+type confirmation struct{ since, until time.Time }
 
 // witness is what the witness records of a two-node cluster tell one
 // node (witness.go): until when its own record lets it answer (zero:
@@ -97,7 +114,7 @@ type witness struct {
 //     its Lease is renewed;
 //   - otherwise (a minority, a majority elsewhere may take its groups): it
 //     stops answering.
-func judge(live, universe int, confirmed, ownLease time.Time, w witness) standing {
+func judge(live, universe int, confirmed confirmation, ownLease time.Time, w witness) standing {
 	switch {
 	case universe <= 1:
 		if ownLease.IsZero() {
@@ -105,7 +122,7 @@ func judge(live, universe int, confirmed, ownLease time.Time, w witness) standin
 		}
 		return standing{until: ownLease, mayMove: true, why: "alone, and this node's Lease is renewed"}
 	case 2*live > universe && live >= 2:
-		st := standing{until: confirmed, mayMove: true, why: fmt.Sprintf("%d of %d nodes alive, peers confirm this node", live, universe)}
+		st := standing{until: confirmed.until, since: confirmed.since, mayMove: true, why: fmt.Sprintf("%d of %d nodes alive, peers confirm this node", live, universe)}
 		// The witness holds the term, but does not extend the answers:
 		// a third node joining would make a majority of two without
 		// this one.

@@ -48,14 +48,22 @@ func (m *members) echo(turn int) {
 	_ = ml.SendBestEffort(peer, echoMessage(echoRequest, seq, m.self))
 }
 
-// confirmedUntil is until when the peers' answers let this node answer.
-func (m *members) confirmedUntil() time.Time {
+// confirmation is until when the peers' answers let this node answer,
+// and since when they have done so without a gap (zero, zero: never).
+type confirmation struct{ since, until time.Time }
+
+// confirmed is what the peers' answers confirm so far.
+func (m *members) confirmed() confirmation {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.echoedAt.IsZero() {
-		return time.Time{}
+		return confirmation{}
 	}
-	return m.echoedAt.Add(confirmWindow)
+	return confirmation{since: m.echoedSince, until: m.echoedAt.Add(confirmWindow)}
+}
+
+func (c confirmation) equal(o confirmation) bool {
+	return c.since.Equal(o.since) && c.until.Equal(o.until)
 }
 
 // Echo messages: a request carries a sequence number and the sender's
@@ -94,6 +102,12 @@ func (m *members) NotifyMsg(b []byte) {
 		at, ok := m.sent[seq]
 		delete(m.sent, seq)
 		if ok && at.After(m.echoedAt) {
+			// A request sent once the last confirmation had run out
+			// begins a new run: in between, this node was not
+			// confirmed.
+			if m.echoedAt.IsZero() || !at.Before(m.echoedAt.Add(confirmWindow)) {
+				m.echoedSince = at
+			}
 			m.echoedAt = at
 		}
 		m.mu.Unlock()

@@ -87,7 +87,11 @@ type members struct {
 	seq      uint64
 	sent     map[uint64]time.Time
 	echoedAt time.Time // send time of the latest answered echo request
-	version  uint64    // counts changes of states
+	// echoedSince: send time of the first answered request of the
+	// unbroken run that ends with echoedAt (each request of the run sent
+	// before the confirmation of the one before it ran out).
+	echoedSince time.Time
+	version     uint64 // counts changes of states
 	// changed wakes the loop that copies states and echoedAt into the
 	// tables.
 	changed chan struct{}

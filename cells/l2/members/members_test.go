@@ -64,7 +64,7 @@ func TestMembersOnLoopback(t *testing.T) {
 		}
 		return true
 	})
-	waitUntil("echoes confirm node1", func() bool { return time.Until(ms[0].confirmedUntil()) > 0 })
+	waitUntil("echoes confirm node1", func() bool { return time.Until(ms[0].confirmed().until) > 0 })
 
 	// node3 stops dead: no leave message. node1 and node2 suspect it
 	// before they declare it dead; meanwhile memberlist lists it with
@@ -105,18 +105,18 @@ func TestMemberNamed(t *testing.T) {
 // an older answer does not shorten the window.
 func TestConfirmationCountsFromSend(t *testing.T) {
 	m := newMembers(slog.New(slog.DiscardHandler), "node1")
-	if !m.confirmedUntil().IsZero() {
+	if !m.confirmed().until.IsZero() {
 		t.Fatal("confirmed before any echo")
 	}
 	t0 := time.Now().Add(-time.Second) // sent a second ago, answered now
 	m.sent[1], m.sent[2] = t0, t0.Add(100*time.Millisecond)
 	m.NotifyMsg(echoMessage(echoReply, 2, "node2"))
-	if got, want := m.confirmedUntil(), t0.Add(100*time.Millisecond+confirmWindow); !got.Equal(want) {
+	if got, want := m.confirmed().until, t0.Add(100*time.Millisecond+confirmWindow); !got.Equal(want) {
 		t.Errorf("after the answer to request 2: confirmed until %s, want %s (its send time + %s)", got, want, confirmWindow)
 	}
 	m.NotifyMsg(echoMessage(echoReply, 1, "node3"))
 	m.NotifyMsg(echoMessage(echoReply, 7, "node3"))
-	if got, want := m.confirmedUntil(), t0.Add(100*time.Millisecond+confirmWindow); !got.Equal(want) {
+	if got, want := m.confirmed().until, t0.Add(100*time.Millisecond+confirmWindow); !got.Equal(want) {
 		t.Errorf("after an older and an unknown answer: confirmed until %s, want still %s", got, want)
 	}
 	if confirmWindow > suspicionMult*probeInterval {
@@ -151,7 +151,36 @@ func TestWrongSecretCannotJoin(t *testing.T) {
 	if memberNamed(good.ml.Load().Members(), "intruder") != nil || memberNamed(intruder.ml.Load().Members(), "node1") != nil {
 		t.Fatal("the nodes list each other despite different secrets")
 	}
-	if !intruder.confirmedUntil().IsZero() || !good.confirmedUntil().IsZero() {
+	if !intruder.confirmed().until.IsZero() || !good.confirmed().until.IsZero() {
 		t.Fatal("a node was confirmed by a peer with another secret")
+	}
+}
+
+// The run of confirmations: it goes on while each answered request was
+// sent before the confirmation of the one before it ran out, and begins
+// again after a gap, however late the answers arrive.
+func TestConfirmationRun(t *testing.T) {
+	t0 := time.Now().Add(-10 * time.Second)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	m := newMembers(slog.New(slog.DiscardHandler), "node1")
+	for i, s := range []struct {
+		name      string
+		sent      int // ms, the answered request's send time
+		wantSince int // ms
+	}{
+		{"the first answer begins a run", 0, 0},
+		{"sent while the last confirmation held: the run goes on", 250, 0},
+		{"the same, again", 540, 0},
+		{"sent just as the last one ran out: a gap, a new run", 540 + int(confirmWindow/time.Millisecond), 840},
+		{"sent long after: a new run", 2000, 2000},
+		{"answered out of order, older: changes nothing", 1900, 2000},
+	} {
+		seq := uint64(i + 1)
+		m.sent[seq] = at(s.sent)
+		m.NotifyMsg(echoMessage(echoReply, seq, "node2"))
+		c := m.confirmed()
+		if !c.since.Equal(at(s.wantSince)) {
+			t.Errorf("%s: run since %s, want %dms", s.name, c.since.Sub(t0), s.wantSince)
+		}
 	}
 }

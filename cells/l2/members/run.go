@@ -105,7 +105,7 @@ func (r *runner) run(ctx context.Context, health cell.Health) error {
 // published is what publish last wrote.
 type published struct {
 	version     uint64
-	until       time.Time
+	confirmed   confirmation
 	initialized bool
 }
 
@@ -146,11 +146,11 @@ func (r *runner) publish(last *published) {
 		wtxn.Commit()
 		last.version = version
 	}
-	if until := r.m.confirmedUntil(); !last.initialized || !until.Equal(last.until) {
+	if c := r.m.confirmed(); !last.initialized || !c.equal(last.confirmed) {
 		wtxn := r.DB.WriteTxn(r.Confirmation)
-		_, _, _ = r.Confirmation.Insert(wtxn, &tables.L2MemberConfirmation{Node: r.self, ConfirmedUntil: until})
+		_, _, _ = r.Confirmation.Insert(wtxn, &tables.L2MemberConfirmation{Node: r.self, ConfirmedSince: c.since, ConfirmedUntil: c.until})
 		wtxn.Commit()
-		last.until = until
+		last.confirmed = c
 	}
 	last.initialized = true
 }

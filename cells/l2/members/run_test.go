@@ -92,6 +92,9 @@ func TestPublish(t *testing.T) {
 	if want := sent.Add(confirmWindow); !c.ConfirmedUntil.Equal(want) {
 		t.Errorf("confirmed until %s, want %s (the request's send time + %s)", c.ConfirmedUntil, want, confirmWindow)
 	}
+	if !c.ConfirmedSince.Equal(sent) {
+		t.Errorf("confirmed since %s, want %s (the run's first request)", c.ConfirmedSince, sent)
+	}
 	confRev = r.Confirmation.Revision(txn)
 
 	// A member's change rewrites its row alone.
