@@ -232,11 +232,12 @@ func TestMembersManyServices(t *testing.T) {
 		}
 	}
 	// A sample on the wire: each VIP is answered, and never by two MACs.
-	// A node whose liveness renewal runs late (a 2-core machine running
-	// several suites at once) fences itself and is silent until its new
-	// term has re-taken its addresses, which is the fence at work; so a
-	// sample waits for an answer rather than expecting the first request
-	// to get one. Two MACs are never right.
+	// A node whose peers' confirmations lapse (its members cell starved on
+	// a 2-core machine running several suites at once) fences itself and
+	// is silent until it is confirmed again, and in a new term until it has
+	// re-taken its addresses: the fence at work. So a sample waits for an
+	// answer rather than expecting the first request to get one. Two MACs
+	// are never right.
 	macs := map[string]string{}
 	for _, n := range nodes {
 		macs[n.host.MAC.String()] = n.Name

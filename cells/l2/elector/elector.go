@@ -4,9 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cilium/hive/cell"
@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
-	"github.com/heraldlb/herald/cells/internal/tablesync"
 	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/tables"
 )
@@ -99,6 +98,10 @@ type elector struct {
 	params
 	self    string
 	timings tables.LeaseTimings
+	// fenceMu guards fence, settling and silenced: the loop moves the
+	// fence while a round runs (loop.go), and the round publishes it with
+	// its entries. The term and its start change only between rounds.
+	fenceMu sync.Mutex
 	fence   fence
 	leases  coordinationclient.LeaseInterface
 	// recordLeases writes the takeover records, with a rate limit of its
@@ -131,6 +134,9 @@ type elector struct {
 	// out, no deadline is published, or the old term's groups, which
 	// others may have taken over since, would be answered again.
 	settling bool
+	// silenced: a takeover record named the term while a round ran; the
+	// node does not answer until it left the term, after the round.
+	silenced bool
 	results  chan writeResult
 	writing  chan struct{} // one token per write in flight
 	metrics  *electorMetrics
@@ -165,127 +171,6 @@ func newTermName() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-func (e *elector) run(ctx context.Context, health cell.Health) error {
-	// l2-members is initialized once the member protocol runs: before,
-	// this node has no address or no peer secret, and takes no part.
-	if err := tables.WaitInitialized(ctx, e.DB, e.Candidates, e.Records, e.Members); err != nil {
-		return nil
-	}
-	defer e.shutdown()
-
-	// The loop wakes when the members change, when a peer's confirmation
-	// moves the deadline (about every echoInterval), when a Lease write
-	// finishes, and at least every echoInterval: the fence and the
-	// Leases' expiry move with time alone.
-	tick := time.NewTicker(l2config.EchoInterval)
-	defer tick.Stop()
-	var last lastTurn
-	for {
-		watches := e.turn(time.Now(), &last, health)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		case <-watches.members:
-		case <-watches.confirmation:
-		case r := <-e.results:
-			e.handleResult(r)
-			last.writesLanded = true
-		}
-	}
-}
-
-// lastTurn is what the loop keeps from one turn to the next, to decide
-// again only when an input of the decision changed.
-type lastTurn struct {
-	fresh, mayMove, grace bool
-	term                  string
-	members               statedb.Revision
-	inputs                []<-chan struct{} // of the last round
-	writesLanded          bool
-}
-
-// memberWatches close when the members cell writes its tables.
-type memberWatches struct {
-	members, confirmation <-chan struct{}
-}
-
-// turn reads what the members cell says at now, judges this node's
-// standing and moves the fence, decides again when an input changed
-// (echoes only move the fence), and publishes the fence.
-func (e *elector) turn(now time.Time, last *lastTurn, health cell.Health) memberWatches {
-	txn := e.DB.ReadTxn()
-	all, membersWatch := e.Members.AllWatch(txn)
-	rows, version := statedb.Collect(all), e.Members.Revision(txn)
-	// The confirmation as last written: a stale read is an earlier
-	// deadline, never a later one (tables.L2MemberConfirmation).
-	var confirmed confirmation
-	conf, _, confWatch, ok := e.Confirmation.GetWatch(txn, tables.L2MemberConfirmationNodeIndex.Query(e.self))
-	if ok {
-		confirmed = confirmation{since: conf.ConfirmedSince, until: conf.ConfirmedUntil}
-	}
-	st := e.evidence(now, txn, rows, confirmed)
-	why := st.why
-	if e.fence.advance(now, st.until, st.hold, st.since) {
-		e.Log.Info("Liveness confirmed: new term; holdings of earlier terms are void", "term", e.fence.term, "evidence", why)
-		e.newTerm()
-	}
-	if e.termRecorded(txn) {
-		// The peers judged this term ended and move its groups by that
-		// record: a term never resumes once left, so this node leaves it
-		// too. (Peers write such a record only for a term that they saw
-		// end, or of a node they saw die: the fence ended it here before.)
-		old := e.fence.term
-		e.fence.leave(now)
-		e.Log.Warn("A takeover record names this node's term: new term; holdings of earlier terms are void", "ended", old, "term", e.fence.term)
-		e.newTerm()
-	}
-	fresh := e.fence.valid(now)
-	if fresh != last.fresh {
-		if fresh {
-			health.OK("liveness confirmed: " + why)
-		} else {
-			e.Log.Warn("Liveness not confirmed: not answering", "term", e.fence.term, "why", why)
-			health.Degraded("not answering", errors.New(why))
-		}
-	}
-	last.writesLanded = e.drainResults() || last.writesLanded
-	// The deadline goes out as soon as the evidence is read, before a
-	// round that may take long on a busy node with many groups: the
-	// responder goes on answering for what it holds meanwhile. In a new
-	// term nothing is published until the old term's entries are out
-	// (writeFence).
-	e.publishFence(fresh)
-	grace := inRejoinGrace(rows, e.fence.since, now)
-	if last.inputs == nil || tablesync.Closed(last.inputs...) || fresh != last.fresh || e.fence.term != last.term || version != last.members || last.writesLanded ||
-		st.mayMove != last.mayMove || grace != last.grace {
-		last.inputs = e.round(fresh, st.mayMove, rows)
-		last.writesLanded = false
-	}
-	e.publishFence(fresh)
-	last.fresh, last.term, last.members, last.mayMove, last.grace = fresh, e.fence.term, version, st.mayMove, grace
-	return memberWatches{members: membersWatch, confirmation: confWatch}
-}
-
-// newTerm voids what the old term held: its entries go out of the
-// responder before the new term's deadline is published (settling), and
-// its unrecorded takeovers are forgotten.
-func (e *elector) newTerm() {
-	e.settling = true
-	e.metrics.terms.Inc()
-	e.took = map[string]string{}
-}
-
-// termRecorded reports whether a takeover record of this node's current
-// term exists.
-func (e *elector) termRecorded(txn statedb.ReadTxn) bool {
-	if e.fence.term == "" {
-		return false
-	}
-	_, _, ok := e.Records.Get(txn, tables.L2LeaseNameIndex.Query(tables.L2TakeoverLeaseName(e.self, e.fence.term)))
-	return ok
 }
 
 // evidence is this node's standing (judge) from what it knows at now: the

@@ -40,19 +40,29 @@ func (f *fence) advance(now, until, hold, since time.Time) bool {
 	if until.After(hold) {
 		hold = until
 	}
-	if !hold.After(now) {
-		return false // stale: it expired before it was read
-	}
-	if f.term != "" && (f.hold.After(now) || (!since.IsZero() && since.Before(f.hold))) {
-		if until.After(f.until) {
-			f.until = until
-		}
-		if hold.After(f.hold) {
-			f.hold = hold
-		}
-		return false
+	if !hold.After(now) || f.extend(now, until, hold, since) {
+		return false // stale: it expired before it was read; or it continues the term
 	}
 	f.term, f.until, f.hold, f.since = f.newTerm(), until, hold, now
+	return true
+}
+
+// extend records evidence (see advance) only if it continues the current
+// term: the term still holds at now, or the evidence's run began while it
+// held. It reports whether it did.
+func (f *fence) extend(now, until, hold, since time.Time) bool {
+	if until.After(hold) {
+		hold = until
+	}
+	if f.term == "" || !hold.After(now) || !(f.hold.After(now) || (!since.IsZero() && since.Before(f.hold))) {
+		return false
+	}
+	if until.After(f.until) {
+		f.until = until
+	}
+	if hold.After(f.hold) {
+		f.hold = hold
+	}
 	return true
 }
 

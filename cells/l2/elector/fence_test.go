@@ -59,6 +59,30 @@ func TestFence(t *testing.T) {
 	}
 }
 
+// extend, used while a round runs, takes only the evidence that continues
+// the term; advance would start a new one.
+func TestFenceExtend(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	f := &fence{newTerm: func() string { return "t1" }}
+	if f.extend(at(0), at(300), time.Time{}, time.Time{}) || f.term != "" {
+		t.Fatalf("extend without a term started %q", f.term)
+	}
+	f.advance(at(0), at(300), time.Time{}, time.Time{})
+	if !f.extend(at(200), at(500), time.Time{}, time.Time{}) || !f.valid(at(450)) {
+		t.Fatal("evidence within the term did not extend it")
+	}
+	if !f.extend(at(700), at(900), time.Time{}, at(400)) || !f.valid(at(800)) {
+		t.Fatal("a run begun within the term, read after it ran out, did not extend it")
+	}
+	if f.extend(at(1000), at(1300), time.Time{}, at(950)) || f.valid(at(1100)) || f.term != "t1" {
+		t.Fatal("evidence after a gap extended the term")
+	}
+	if f.extend(at(1000), at(950), time.Time{}, time.Time{}) {
+		t.Fatal("stale evidence extended the term")
+	}
+}
+
 func TestJudge(t *testing.T) {
 	confirmed, own, wit := confirmation{since: time.Unix(90, 0), until: time.Unix(100, 0)}, time.Unix(200, 0), time.Unix(150, 0)
 	renewed, gone := witness{own: wit}, witness{own: wit, peersGone: true}

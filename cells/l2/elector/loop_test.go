@@ -78,6 +78,16 @@ func (te testElector) write(rows ...any) {
 	wtxn.Commit()
 }
 
+// step is a turn and the round it starts, run to its end: the loop's
+// work between two wake-ups when nothing runs concurrently.
+func (te testElector) step(now time.Time, last *lastTurn) memberWatches {
+	next, w := te.turn(now, last, nopHealth{})
+	if next != nil {
+		last.inputs = te.round(*next)
+	}
+	return w
+}
+
 type nopHealth struct{}
 
 func (nopHealth) OK(string)                   {}
@@ -102,7 +112,7 @@ func TestTurnReadsTheMembersCell(t *testing.T) {
 	te.write(alive("node1"), alive("node2"), alive("node3"), &tables.L2MemberConfirmation{Node: "node1", ConfirmedUntil: until})
 
 	var last lastTurn
-	w := te.turn(now, &last, nopHealth{})
+	w := te.step(now, &last)
 	txn := te.DB.ReadTxn()
 	h, _, ok := te.Health.Get(txn, tables.L2LeaseHealthNodeIndex.Query("node1"))
 	if !ok || !h.FreshUntil.Equal(until) {
@@ -129,7 +139,7 @@ func TestTurnReadsTheMembersCell(t *testing.T) {
 		t.Fatal("the members' watch closed on a confirmation")
 	default:
 	}
-	w = te.turn(now.Add(10*time.Millisecond), &last, nopHealth{})
+	w = te.step(now.Add(10*time.Millisecond), &last)
 	if h, _, _ := te.Health.Get(te.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query("node1")); !h.FreshUntil.Equal(later) {
 		t.Fatalf("fresh until %s after a later confirmation, want %s", h.FreshUntil, later)
 	}
@@ -145,7 +155,7 @@ func TestTurnReadsTheMembersCell(t *testing.T) {
 	default:
 		t.Fatal("the members' watch did not close")
 	}
-	te.turn(now.Add(20*time.Millisecond), &last, nopHealth{})
+	te.step(now.Add(20*time.Millisecond), &last)
 	if h, _, _ := te.Health.Get(te.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query("node1")); !h.FreshUntil.Equal(later) {
 		t.Fatalf("fresh until %s with the others dead, want still %s", h.FreshUntil, later)
 	}
@@ -160,7 +170,7 @@ func TestTurnWithoutConfirmation(t *testing.T) {
 		te.write(&tables.L2Member{Node: n, State: tables.MemberAlive, Since: now, Self: n == "node1"})
 	}
 	var last lastTurn
-	te.turn(now, &last, nopHealth{})
+	te.step(now, &last)
 	if last.fresh || last.term != "" {
 		t.Fatalf("no confirmation, yet %+v", last)
 	}
@@ -241,7 +251,7 @@ func TestNewTermWaitsForOldEntries(t *testing.T) {
 	wtxn.Commit()
 
 	var last lastTurn
-	te.turn(now, &last, nopHealth{})
+	te.step(now, &last)
 	txn := te.DB.ReadTxn()
 	if h, _, _ := te.Health.Get(txn, tables.L2LeaseHealthNodeIndex.Query("node1")); !h.FreshUntil.IsZero() {
 		t.Fatalf("deadline %s published with the old term's entry in the responder", h.FreshUntil)
@@ -257,7 +267,7 @@ func TestNewTermWaitsForOldEntries(t *testing.T) {
 	out.Status = reconciler.StatusDone()
 	_, _, _ = te.Announce.Insert(wtxn, out)
 	wtxn.Commit()
-	te.turn(now.Add(10*time.Millisecond), &last, nopHealth{})
+	te.step(now.Add(10*time.Millisecond), &last)
 	txn = te.DB.ReadTxn()
 	if h, _, _ := te.Health.Get(txn, tables.L2LeaseHealthNodeIndex.Query("node1")); !h.FreshUntil.Equal(until) {
 		t.Fatalf("deadline %s once the old entry is out, want %s", h.FreshUntil, until)
@@ -279,7 +289,7 @@ func TestTermOnARecordIsLeft(t *testing.T) {
 	}
 	te.write(&tables.L2MemberConfirmation{Node: "node1", ConfirmedUntil: now.Add(time.Second)})
 	var last lastTurn
-	te.turn(now, &last, nopHealth{})
+	te.step(now, &last)
 	if last.term != "t1" || !last.fresh {
 		t.Fatalf("after the first turn: %+v, want fresh in t1", last)
 	}
@@ -290,7 +300,7 @@ func TestTermOnARecordIsLeft(t *testing.T) {
 		Takeover: &tables.L2Takeover{From: "node1/t1", Owners: map[string]string{"g": "node2/t2"}}})
 	wtxn.Commit()
 
-	te.turn(now.Add(10*time.Millisecond), &last, nopHealth{})
+	te.step(now.Add(10*time.Millisecond), &last)
 	txn := te.DB.ReadTxn()
 	if last.term != "t2" {
 		t.Fatalf("term %q with a takeover record of t1, want t2", last.term)

@@ -2,8 +2,10 @@ package elector
 
 import (
 	"slices"
+	"time"
 
 	"github.com/cilium/statedb"
+	"github.com/cilium/statedb/reconciler"
 
 	"github.com/heraldlb/herald/tables"
 )
@@ -11,22 +13,34 @@ import (
 // What the elector publishes besides its decisions: the fence deadline
 // for the responder, and what the peers must learn of this node.
 
-// publishFence tells the responder until when it may answer.
-func (e *elector) publishFence(fresh bool) {
+// publishFence tells the responder until when it may answer, as of now.
+func (e *elector) publishFence(now time.Time) {
+	e.fenceMu.Lock()
+	defer e.fenceMu.Unlock()
 	wtxn := e.DB.WriteTxn(e.Health)
-	e.writeFence(wtxn, fresh)
+	e.writeFence(wtxn, now)
 	wtxn.Commit()
 }
 
-func (e *elector) writeFence(wtxn statedb.WriteTxn, fresh bool) {
+// writeFence writes the deadline. The caller holds fenceMu until the
+// transaction is committed, so the deadlines reach the table in the order
+// the fence moved, and settling with the entries it is about.
+func (e *elector) writeFence(wtxn statedb.WriteTxn, now time.Time) {
 	h := &tables.L2LeaseHealth{Node: e.self}
-	if fresh && !e.settling {
-		h.FreshUntil = e.fence.until
-	}
+	pending := false
 	for en := range e.Announce.All(wtxn) {
 		if !en.Withdrawn {
 			h.HeldLeases++
 		}
+		pending = pending || !en.Withdrawn || en.Status.Kind != reconciler.StatusKindDone
+	}
+	// Nothing in the responder: a new term has nothing of the old one to
+	// wait for, and need not wait for its first round either.
+	if !pending {
+		e.settling = false
+	}
+	if e.fence.valid(now) && !e.settling && !e.silenced {
+		h.FreshUntil = e.fence.until
 	}
 	if old, _, ok := e.Health.Get(wtxn, tables.L2LeaseHealthNodeIndex.Query(e.self)); ok && old.FreshUntil.Equal(h.FreshUntil) && old.HeldLeases == h.HeldLeases {
 		return
@@ -37,8 +51,8 @@ func (e *elector) writeFence(wtxn statedb.WriteTxn, fresh bool) {
 // writeMeta writes what the members cell publishes to the peers for this
 // node: its term, and the groups it took over without recording it (the
 // peers take none of those).
-func (e *elector) writeMeta(wtxn statedb.WriteTxn, took map[string]string) {
-	m := &tables.L2MemberMeta{Node: e.self, Term: e.fence.term}
+func (e *elector) writeMeta(wtxn statedb.WriteTxn, term string, took map[string]string) {
+	m := &tables.L2MemberMeta{Node: e.self, Term: term}
 	for g, k := range took {
 		m.TookOver = append(m.TookOver, claimKey(g, k))
 	}

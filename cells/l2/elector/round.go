@@ -16,9 +16,18 @@ import (
 // A decision round: what this node knows, decided, and applied to the
 // tables it writes.
 
-// round decides and applies the outcome. It returns a channel that closes
+// roundArgs is what a round decides on, as the turn that started it read
+// it: the members, this node's standing, and its term.
+type roundArgs struct {
+	fresh, mayMove, apiUp bool
+	term                  string
+	since                 time.Time // the term's start
+	rows                  []*tables.L2Member
+}
+
+// round decides and applies the outcome. It returns channels that close
 // when an input of the decision changes.
-func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan struct{} {
+func (e *elector) round(a roundArgs) []<-chan struct{} {
 	txn := e.DB.ReadTxn()
 	cands, candWatch := e.Candidates.AllWatch(txn)
 	recs, recWatch := e.Records.PrefixWatch(txn, tables.L2LeaseNameIndex.Query(tables.L2AnnounceLeasePrefix))
@@ -26,7 +35,7 @@ func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan s
 	tos, toWatch := e.Records.PrefixWatch(txn, tables.L2LeaseNameIndex.Query(tables.L2TakeoverLeasePrefix))
 	inputs := []<-chan struct{}{candWatch, recWatch, annWatch, toWatch}
 
-	v := view{self: e.self, term: e.fence.term, fresh: fresh, mayMove: mayMove, apiUp: e.apiUp(time.Now()),
+	v := view{self: e.self, term: a.term, fresh: a.fresh, mayMove: a.mayMove, apiUp: a.apiUp,
 		members: map[string]member{}, groups: statedb.Collect(cands), records: map[string]holding{},
 		took: e.took, withdrawn: map[string]bool{}, renewed: map[string]bool{}, takeovers: map[string]takeoverRecord{}}
 	// Takeover records count as the table shows them, never as this
@@ -37,14 +46,14 @@ func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan s
 		}
 	}
 	now := time.Now()
-	for _, m := range rows {
+	for _, m := range a.rows {
 		e.terms.observe(m.Node, m.Term)
 	}
 	v.seen = e.terms.keys()
-	for _, m := range rows {
+	for _, m := range a.rows {
 		// A death seen before this node's term began counts only after
 		// the rejoin grace: until then the member is treated as alive.
-		live := m.Live() || !deathTrusted(m, e.fence.since, now)
+		live := m.Live() || !deathTrusted(m, a.since, now)
 		v.members[m.Node] = member{live: live, term: m.Term, tookOver: m.TookOver}
 	}
 	if expired := e.readRecords(&v, recs, now); expired != nil {
@@ -61,7 +70,7 @@ func (e *elector) round(fresh, mayMove bool, rows []*tables.L2Member) []<-chan s
 
 	p := decide(v)
 	e.took = p.took
-	e.apply(v, p, fresh)
+	e.apply(v, p)
 	e.collect(v)
 	for _, w := range p.records {
 		e.sendRecord(w)
@@ -165,9 +174,13 @@ func (e *elector) wanted(v view, p plan) (map[tables.L2AnnounceKey]*tables.L2Ann
 }
 
 // apply makes l2-announce, l2-owners and l2-member-meta match the plan.
-func (e *elector) apply(v view, p plan, fresh bool) {
+func (e *elector) apply(v view, p plan) {
 	want, owners := e.wanted(v, p)
 
+	// fenceMu before the tables, as publishFence: settling and the
+	// deadline go out with the entries.
+	e.fenceMu.Lock()
+	defer e.fenceMu.Unlock()
 	wtxn := e.DB.WriteTxn(e.Announce, e.Owners, e.Health, e.Meta)
 	stale := false
 	for en := range e.Announce.All(wtxn) {
@@ -213,8 +226,8 @@ func (e *elector) apply(v view, p plan, fresh bool) {
 	// In the same transaction as the entries: the responder never sees
 	// entries without the deadline they are answered under, and the
 	// members cell publishes the takeovers as soon as they are answered.
-	e.writeFence(wtxn, fresh)
-	e.writeMeta(wtxn, p.took)
+	e.writeFence(wtxn, time.Now())
+	e.writeMeta(wtxn, v.term, p.took)
 	wtxn.Commit()
 }
 
