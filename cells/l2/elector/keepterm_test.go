@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/reconciler"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
@@ -109,6 +110,21 @@ func TestDeadlineMovesDuringARound(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the round never announced the group")
+	}
+	// Once over, the round counts in herald_l2_decision_round_seconds.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var m dto.Metric
+		if err := te.metrics.rounds.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		if m.GetHistogram().GetSampleCount() >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no decision round observed")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -56,7 +56,12 @@ func (e *elector) run(ctx context.Context, health cell.Health) error {
 		} else if next, w := e.turn(time.Now(), &last, health); next != nil {
 			watches, results = w, nil
 			out := make(chan []<-chan struct{}, 1)
-			go func() { out <- e.round(*next) }()
+			go func() {
+				start := time.Now()
+				inputs := e.round(*next)
+				e.metrics.rounds.Observe(time.Since(start).Seconds())
+				out <- inputs
+			}()
 			decided = out
 		} else {
 			watches = w

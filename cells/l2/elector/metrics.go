@@ -7,6 +7,7 @@ type electorMetrics struct {
 	held   prometheus.Gauge
 	terms  prometheus.Counter
 	writes *prometheus.CounterVec
+	rounds prometheus.Histogram
 }
 
 func newElectorMetrics(node string) *electorMetrics {
@@ -18,6 +19,9 @@ func newElectorMetrics(node string) *electorMetrics {
 			Help: "Stretches of confirmed liveness this node started: more than one means it had to stop answering (a freeze, a partition, a lost majority)."}),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_l2_lease_writes_total", ConstLabels: labels,
 			Help: "Announcement Lease writes by outcome (written, deleted, conflict, failed): one per ownership change."}, []string{"outcome"}),
+		rounds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "herald_l2_decision_round_seconds", ConstLabels: labels,
+			Help:    "Time of one decision round over every group (decided and written to the tables); the deadline moves meanwhile.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 12)}),
 	}
 }
 
@@ -25,10 +29,12 @@ func (m *electorMetrics) Describe(ch chan<- *prometheus.Desc) {
 	m.held.Describe(ch)
 	m.terms.Describe(ch)
 	m.writes.Describe(ch)
+	m.rounds.Describe(ch)
 }
 
 func (m *electorMetrics) Collect(ch chan<- prometheus.Metric) {
 	m.held.Collect(ch)
 	m.terms.Collect(ch)
 	m.writes.Collect(ch)
+	m.rounds.Collect(ch)
 }
