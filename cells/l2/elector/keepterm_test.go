@@ -2,6 +2,7 @@ package elector
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -74,20 +75,30 @@ func blockedRound(t *testing.T) (te testElector, events chan string, until time.
 	return te, recorder.Events, until, stop
 }
 
-// waitFreshUntil waits until l2-lease-health says want, and fails after 5 s.
-func (te testElector) waitFreshUntil(t *testing.T, want time.Time) {
+// waitUntil waits until cond holds, and fails with what it last said
+// after 5 s.
+func waitUntil(t *testing.T, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		h, _, ok := te.Health.Get(te.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query("node1"))
-		if ok && h.FreshUntil.Equal(want) {
+		ok, why := cond()
+		if ok {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("l2-lease-health %+v, want fresh until %s", h, want)
+			t.Fatal(why)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// waitFreshUntil waits until l2-lease-health says want.
+func (te testElector) waitFreshUntil(t *testing.T, want time.Time) {
+	t.Helper()
+	waitUntil(t, func() (bool, string) {
+		h, _, ok := te.Health.Get(te.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query("node1"))
+		return ok && h.FreshUntil.Equal(want), fmt.Sprintf("l2-lease-health %+v, want fresh until %s", h, want)
+	})
 }
 
 // While a round runs (here: stopped at an Event), the peers'
@@ -112,20 +123,13 @@ func TestDeadlineMovesDuringARound(t *testing.T) {
 		t.Fatal("the round never announced the group")
 	}
 	// Once over, the round counts in herald_l2_decision_round_seconds.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitUntil(t, func() (bool, string) {
 		var m dto.Metric
 		if err := te.metrics.rounds.Write(&m); err != nil {
 			t.Fatal(err)
 		}
-		if m.GetHistogram().GetSampleCount() >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no decision round observed")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return m.GetHistogram().GetSampleCount() >= 1, "no decision round observed"
+	})
 }
 
 // A takeover record of the term seen while a round runs silences the
@@ -140,15 +144,8 @@ func TestRecordDuringARoundSilences(t *testing.T) {
 	wtxn.Commit()
 	te.waitFreshUntil(t, time.Time{})
 	<-events
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitUntil(t, func() (bool, string) {
 		m, _, ok := te.Meta.Get(te.DB.ReadTxn(), tables.L2MemberMetaNodeIndex.Query("node1"))
-		if ok && m.Term == "t2" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("l2-member-meta %+v, want term t2 after the round", m)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return ok && m.Term == "t2", fmt.Sprintf("l2-member-meta %+v, want term t2 after the round", m)
+	})
 }
