@@ -315,3 +315,57 @@ func TestTermOnARecordIsLeft(t *testing.T) {
 		t.Fatalf("t1's entry %+v, want it withdrawn", en)
 	}
 }
+
+// An entry no group wants any more (its Service deleted) leaves the
+// responder before it leaves the table: a new term that begins while the
+// responder still holds it publishes no deadline until it is out.
+func TestGoneEntryWithdrawnBeforeDeleted(t *testing.T) {
+	te := newTestElector(t)
+	now := time.Now()
+	for _, n := range []string{"node1", "node2", "node3"} {
+		te.write(&tables.L2Member{Node: n, State: tables.MemberAlive, Since: now.Add(-time.Minute), Self: n == "node1"})
+	}
+	until := now.Add(time.Second)
+	te.write(&tables.L2MemberConfirmation{Node: "node1", ConfirmedUntil: until})
+	var last lastTurn
+	te.step(now, &last)
+	gone := &tables.L2AnnounceEntry{IP: netip.MustParseAddr("198.18.0.1"), NetworkInterface: "eth0", Status: reconciler.StatusDone()}
+	wtxn := te.DB.WriteTxn(te.Announce)
+	_, _, _ = te.Announce.Insert(wtxn, gone)
+	wtxn.Commit()
+	key := tables.L2AnnounceKeyIndex.Query(tables.L2AnnounceKey{IP: gone.IP, NetworkInterface: "eth0"})
+
+	te.step(now.Add(5*time.Millisecond), &last)
+	en, _, ok := te.Announce.Get(te.DB.ReadTxn(), key)
+	if !ok || !en.Withdrawn || en.Status.Kind == reconciler.StatusKindDone {
+		t.Fatalf("gone entry %+v (in the table: %v), want it withdrawn, pending", en, ok)
+	}
+
+	// A new term before the responder took it out.
+	wtxn = te.DB.WriteTxn(te.records)
+	_, _, _ = te.records.Insert(wtxn, &tables.L2Lease{Name: tables.L2TakeoverLeaseName("node1", "t1"), ResourceVersion: "7",
+		Takeover: &tables.L2Takeover{From: "node1/t1", Owners: map[string]string{}}})
+	wtxn.Commit()
+	te.step(now.Add(10*time.Millisecond), &last)
+	if last.term != "t2" {
+		t.Fatalf("term %q, want t2", last.term)
+	}
+	if h, _, _ := te.Health.Get(te.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query("node1")); !h.FreshUntil.IsZero() {
+		t.Fatalf("deadline %s published in t2 with the gone entry in the responder", h.FreshUntil)
+	}
+
+	// The responder took it out: the deadline goes out and the entry goes.
+	wtxn = te.DB.WriteTxn(te.Announce)
+	out := en.Clone()
+	out.Status = reconciler.StatusDone()
+	_, _, _ = te.Announce.Insert(wtxn, out)
+	wtxn.Commit()
+	te.step(now.Add(15*time.Millisecond), &last)
+	txn := te.DB.ReadTxn()
+	if h, _, _ := te.Health.Get(txn, tables.L2LeaseHealthNodeIndex.Query("node1")); !h.FreshUntil.Equal(until) {
+		t.Fatalf("deadline %s once the entry is out, want %s", h.FreshUntil, until)
+	}
+	if n := te.Announce.NumObjects(txn); n != 0 {
+		t.Fatalf("%d entries left", n)
+	}
+}

@@ -192,10 +192,12 @@ func (e *elector) apply(v view, p plan) {
 		if _, ok := want[k]; ok {
 			continue
 		}
-		// In a new term, what the old one held goes out of the responder
-		// before the new deadline is published (see settling).
-		if e.settling && (!en.Withdrawn || en.Status.Kind != reconciler.StatusKindDone) {
-			stale = true
+		// What no group wants goes out of the responder before it goes out
+		// of the table: writeFence counts it as pending until then, so a
+		// new term's deadline never covers an entry the responder still
+		// holds (see settling).
+		if !en.Withdrawn || en.Status.Kind != reconciler.StatusKindDone {
+			stale = stale || e.settling
 			if !en.Withdrawn {
 				out := en.Clone()
 				out.Withdrawn, out.Status = true, reconciler.StatusPending()
