@@ -23,12 +23,26 @@ type L2AnnounceEntry struct {
 	// MAC is the interface's address: the one ARP replies carry.
 	MAC     string   `json:"mac"`
 	Origins []string `json:"origins"` // Service keys, sorted
-	// Withdrawn: this node hands the IP over to another; the responder
-	// takes it out of the map (Status done once it is out), and the row
-	// goes once the handover is recorded.
+	// Withdrawn: this node stops answering for the IP (hands it over,
+	// gives its Lease up, or the IP is gone); the responder takes it out of
+	// the map, Status done once it is out (Out). Only then may another
+	// node answer, or the row go.
 	Withdrawn bool `json:"withdrawn,omitempty"`
 
 	Status reconciler.Status `json:"status"`
+}
+
+// Withdrawal is a copy of the entry marked withdrawn, for the responder
+// to take out of its map.
+func (e *L2AnnounceEntry) Withdrawal() *L2AnnounceEntry {
+	c := *e
+	c.Withdrawn, c.Status = true, reconciler.StatusPending()
+	return &c
+}
+
+// Out reports whether the responder confirmed the entry out of its map.
+func (e *L2AnnounceEntry) Out() bool {
+	return e.Withdrawn && e.Status.Kind == reconciler.StatusKindDone
 }
 
 // HardwareAddr parses MAC.

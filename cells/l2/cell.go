@@ -57,7 +57,8 @@ var Cell = cell.Group(
 	// them out of its maps, then says so (l2-member-meta, Silent); then
 	// the members cell leaves the member cluster; the responder stops
 	// last. Hence the responder before the members cell, and the members
-	// cell before the elector.
+	// cell before the elector. The Lease election, too, stops before the
+	// responder: it releases its Leases once their entries are out.
 	responder.Cell,
 	members.Cell,
 	elector.Cell,

@@ -3,6 +3,7 @@ package l2
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,6 +92,46 @@ func TestFailoverOnKill(t *testing.T) {
 		t.Errorf("Lease holder after %s came back: %q (%v), want %s", old.Name, holderOf(l), err, owner.Name)
 	}
 	assertNeverSpokeFor(t, vip, restarted, -1, old)
+}
+
+// Lease election: the policy moves from one node to another in one
+// update. The first node keeps its Lease until its responder has the VIP
+// out, then releases it, and the other takes it: never two MACs for one
+// request.
+func TestLeaseHandoverOnPolicyChange(t *testing.T) {
+	useLeaseElection(t)
+	s := newScenario(t)
+	from, to := nodes[0], nodes[1]
+	only := func(n *node) func(*v2alpha1.CiliumL2AnnouncementPolicySpec) {
+		return func(spec *v2alpha1.CiliumL2AnnouncementPolicySpec) {
+			spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"hl2.test/node": n.Name}}
+		}
+	}
+	policy := s.createPolicy("one", only(from))
+	s.createService("web")
+	vip := s.waitVIP("web")
+	if owner := s.waitOwner("web", vip); owner != from {
+		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.Name, from.Name)
+	}
+	expectAnsweredOnlyBy(t, vip, from)
+
+	start, logs := client.Mark(), from.Mark()
+	prober := client.StartMarkedProber(vip, 20*time.Millisecond)
+	defer func() { _, _ = prober.Stop() }()
+	s.updatePolicy(policy, only(to))
+	if owner := s.waitOwner("web", vip, from); owner != to {
+		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.Name, to.Name)
+	}
+	waitGratuitous(t, vip, to, start)
+	expectNoDoubleAnswers(t, vip, prober, start)
+	expectAnsweredOnlyBy(t, vip, to)
+
+	// Handed over by a release, after the responder took the VIP out.
+	log := from.LogsSince(logs)
+	withdrew, released := strings.Index(log, "Withdrawing"), strings.Index(log, "Released announcement lease")
+	if withdrew < 0 || released < withdrew {
+		t.Errorf("%s's log: withdrawing at %d, release at %d; want the release after the withdrawal:\n%s", from.Name, withdrew, released, log)
+	}
 }
 
 // A policy whose nodeSelector excludes nodes never lets them answer: not

@@ -129,9 +129,7 @@ func markWithdrawn(db *statedb.DB, announce statedb.RWTable[*tables.L2AnnounceEn
 	wtxn := db.WriteTxn(announce)
 	for e := range announce.All(wtxn) {
 		if !e.Withdrawn {
-			c := e.Clone()
-			c.Withdrawn, c.Status = true, reconciler.StatusPending()
-			_, _, _ = announce.Insert(wtxn, c)
+			_, _, _ = announce.Insert(wtxn, e.Withdrawal())
 		}
 	}
 	wtxn.Commit()
@@ -142,7 +140,7 @@ func markWithdrawn(db *statedb.DB, announce statedb.RWTable[*tables.L2AnnounceEn
 func withdrawn(db *statedb.DB, announce statedb.RWTable[*tables.L2AnnounceEntry]) (bool, <-chan struct{}) {
 	all, watch := announce.AllWatch(db.ReadTxn())
 	for e := range all {
-		if !e.Withdrawn || e.Status.Kind != reconciler.StatusKindDone {
+		if !e.Out() {
 			return false, watch
 		}
 	}

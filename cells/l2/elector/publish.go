@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/cilium/statedb"
-	"github.com/cilium/statedb/reconciler"
 
 	"github.com/heraldlb/herald/tables"
 )
@@ -32,7 +31,7 @@ func (e *elector) writeFence(wtxn statedb.WriteTxn, now time.Time) {
 		if !en.Withdrawn {
 			h.HeldLeases++
 		}
-		pending = pending || !en.Withdrawn || en.Status.Kind != reconciler.StatusKindDone
+		pending = pending || !en.Out()
 	}
 	// Nothing in the responder: a new term has nothing of the old one to
 	// wait for, and need not wait for its first round either.

@@ -124,7 +124,7 @@ func markWithdrawn(v *view, ann iter.Seq2[*tables.L2AnnounceEntry, statedb.Revis
 	}
 	pending := map[string]bool{}
 	for a := range ann {
-		if !a.Withdrawn || a.Status.Kind != reconciler.StatusKindDone {
+		if !a.Out() {
 			pending[groupOf[tables.L2AnnounceKey{IP: a.IP, NetworkInterface: a.NetworkInterface}]] = true
 		}
 	}
@@ -196,12 +196,10 @@ func (e *elector) apply(v view, p plan) {
 		// of the table: writeFence counts it as pending until then, so a
 		// new term's deadline never covers an entry the responder still
 		// holds (see settling).
-		if !en.Withdrawn || en.Status.Kind != reconciler.StatusKindDone {
+		if !en.Out() {
 			stale = stale || e.settling
 			if !en.Withdrawn {
-				out := en.Clone()
-				out.Withdrawn, out.Status = true, reconciler.StatusPending()
-				_, _, _ = e.Announce.Insert(wtxn, out)
+				_, _, _ = e.Announce.Insert(wtxn, en.Withdrawal())
 			}
 			continue
 		}

@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/cilium/statedb"
-	"github.com/cilium/statedb/reconciler"
 
+	"github.com/heraldlb/herald/cells/l2/internal/withdraw"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -24,13 +24,13 @@ import (
 // on its own.
 func (e *elector) shutdown() {
 	wtxn := e.DB.WriteTxn(e.Announce, e.Health)
-	withdrawAll(wtxn, e.Announce)
+	withdraw.All(wtxn, e.Announce)
 	// No new deadline: the program answers until the last one at most.
 	_, _, _ = e.Health.Insert(wtxn, &tables.L2LeaseHealth{Node: e.self})
 	wtxn.Commit()
 
 	how := "the responder withdrew every entry"
-	if !waitWithdrawn(e.DB, e.Announce, e.fence.until) {
+	if !withdraw.Wait(e.DB, e.Announce, e.fence.until) {
 		how = "the responder's deadline passed"
 		time.Sleep(time.Until(e.fence.until))
 	}
@@ -50,46 +50,4 @@ func markSilent(wtxn statedb.WriteTxn, meta statedb.RWTable[*tables.L2MemberMeta
 	}
 	m.Silent = how
 	_, _, _ = meta.Insert(wtxn, m)
-}
-
-// withdrawAll marks every entry withdrawn, for the responder to take out
-// of its maps.
-func withdrawAll(wtxn statedb.WriteTxn, announce statedb.RWTable[*tables.L2AnnounceEntry]) {
-	for en := range announce.All(wtxn) {
-		if en.Withdrawn {
-			continue
-		}
-		en = en.Clone()
-		en.Withdrawn = true
-		en.Status = reconciler.StatusPending()
-		_, _, _ = announce.Insert(wtxn, en)
-	}
-}
-
-// waitWithdrawn waits until the responder reports every entry withdrawn
-// (done), or until the deadline; it says whether they all were. With no
-// entries at all it proves nothing (entries dropped while this node's
-// liveness was unconfirmed may still be in the maps, answered until the
-// deadline), and nothing waits for this node's groups then: it waits.
-func waitWithdrawn(db *statedb.DB, announce statedb.Table[*tables.L2AnnounceEntry], deadline time.Time) bool {
-	timeout := time.NewTimer(time.Until(deadline))
-	defer timeout.Stop()
-	for {
-		entries, changed := announce.AllWatch(db.ReadTxn())
-		n, out := 0, 0
-		for en := range entries {
-			n++
-			if en.Withdrawn && en.Status.Kind == reconciler.StatusKindDone {
-				out++
-			}
-		}
-		if n > 0 && out == n {
-			return true
-		}
-		select {
-		case <-changed:
-		case <-timeout.C:
-			return false
-		}
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/heraldlb/herald/cells/internal/tablesync"
 	"github.com/heraldlb/herald/cells/l2/internal/announced"
+	"github.com/heraldlb/herald/cells/l2/internal/withdraw"
 	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/tables"
 )
@@ -61,8 +63,9 @@ func (a *announcer) run(ctx context.Context, health cell.Health) error {
 		return nil
 	}
 	campaigns := map[string]*campaign{}
+	gone := map[string]leaving{}
 	var stopping []*campaign
-	defer func() { a.stopAll(campaigns, stopping) }()
+	defer func() { a.stopAll(campaigns, gone, stopping) }()
 	// Deadlines are checked once per retry period: a Lease that stopped
 	// being renewed is withdrawn when its deadline passes. (The responder
 	// falls silent at that deadline by itself, even if this loop is late.)
@@ -78,37 +81,35 @@ func (a *announcer) run(ctx context.Context, health cell.Health) error {
 		if sel == nil || tablesync.Closed(candWatch) {
 			var cands iter.Seq2[*tables.L2Candidate, statedb.Revision]
 			cands, candWatch = a.Candidates.AllWatch(a.DB.ReadTxn())
+			prev := sel
 			sel = selectionOf(cands)
+			a.follow(ctx, prev, sel, campaigns, gone)
 		}
-
-		var leaving []*campaign
-		for lease, c := range campaigns {
-			if sel[lease] == nil {
-				c.withdraw()
-				leaving = append(leaving, c)
-				delete(campaigns, lease)
-			}
+		a.sync(sel, campaigns, gone)
+		// The Leases of the groups that left go once the responder has
+		// their entries out (in the background; stopAll waits for them),
+		// and no longer bound the deadline.
+		txn := a.DB.ReadTxn()
+		if released := release(txn, a.Announce, gone); len(released) > 0 {
+			stopping = append(stopping, released...)
+			a.sync(sel, campaigns, gone)
 		}
-		for lease := range sel {
-			if campaigns[lease] == nil {
-				campaigns[lease] = a.campaign(ctx, lease)
-			}
-		}
-		a.sync(sel, campaigns)
+		stopping = slices.DeleteFunc(stopping, isDone)
 		lastSync := time.Now()
 		a.reportHealth(campaigns, health)
-		// Only now that their entries are gone: release the Leases (in the
-		// background; stopAll waits for them at shutdown).
-		for _, c := range leaving {
-			c.cancel()
+		var withdrawn <-chan struct{}
+		if len(gone) > 0 {
+			// As of the release's read: nothing the responder reported
+			// since is missed.
+			_, withdrawn = a.Announce.AllWatch(txn)
 		}
-		stopping = append(slices.DeleteFunc(stopping, isDone), leaving...)
 
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-freshness.C:
 		case <-candWatch:
+		case <-withdrawn:
 		case <-a.heldChanged:
 		case <-a.renewed:
 			// Renewals only move deadlines forward, and arrive one per
@@ -150,11 +151,24 @@ func isDone(c *campaign) bool {
 	}
 }
 
-func (a *announcer) stopAll(campaigns map[string]*campaign, stopping []*campaign) {
+// stopAll gives every Lease up as the agent stops: the entries out of
+// the responder first, as for a group that leaves, or the deadline last
+// published passed (the program answers nothing after it on its own);
+// then the Leases are released, and it waits for that a little while.
+func (a *announcer) stopAll(campaigns map[string]*campaign, gone map[string]leaving, stopping []*campaign) {
 	for _, c := range campaigns {
 		c.withdraw()
+	}
+	if last := a.silence(); !withdraw.Wait(a.DB, a.Announce, last) && !last.IsZero() {
+		a.Log.Info("Stopping: the responder did not confirm the entries out; waited until its deadline passed", "deadline", last)
+	}
+	for _, c := range campaigns {
 		c.cancel()
 		stopping = append(stopping, c)
+	}
+	for _, l := range gone {
+		l.c.cancel()
+		stopping = append(stopping, l.c)
 	}
 	deadline := time.After(a.timings.RenewDeadline + time.Second)
 	for _, c := range stopping {
@@ -166,10 +180,25 @@ func (a *announcer) stopAll(campaigns map[string]*campaign, stopping []*campaign
 	}
 }
 
+// silence withdraws every entry and publishes no deadline any more; it
+// returns the last one published, until which the responder may answer.
+func (a *announcer) silence() time.Time {
+	wtxn := a.DB.WriteTxn(a.Announce, a.Health)
+	defer wtxn.Commit()
+	var last time.Time
+	if h, _, ok := a.Health.Get(wtxn, tables.L2LeaseHealthNodeIndex.Query(a.node)); ok {
+		last = h.FreshUntil
+	}
+	withdraw.All(wtxn, a.Announce)
+	_, _, _ = a.Health.Insert(wtxn, &tables.L2LeaseHealth{Node: a.node})
+	return last
+}
+
 // sync makes l2-announce hold exactly the entries of the groups whose Lease
-// this node holds and may still answer for (l2config.L2Leases.Timings), and records
-// in l2-lease-health until when the ARP responder may trust that.
-func (a *announcer) sync(sel selection, campaigns map[string]*campaign) {
+// this node holds and may still answer for (l2config.L2Leases.Timings), the
+// others withdrawn until the responder has them out, and records in
+// l2-lease-health until when the ARP responder may trust that.
+func (a *announcer) sync(sel selection, campaigns map[string]*campaign, gone map[string]leaving) {
 	now := time.Now()
 	want := map[tables.L2AnnounceKey]*tables.L2AnnounceEntry{}
 	health := &tables.L2LeaseHealth{Node: a.node}
@@ -200,16 +229,30 @@ func (a *announcer) sync(sel selection, campaigns map[string]*campaign) {
 			health.FreshUntil = validUntil
 		}
 	}
+	// The groups that left are answered until their entries are out, and
+	// only as long as their own Lease allows.
+	for _, l := range gone {
+		_, until := l.c.heldAndFresh(now)
+		if !until.IsZero() && until.Before(health.FreshUntil) {
+			health.FreshUntil = until
+		}
+	}
 	wtxn := a.DB.WriteTxn(a.Announce, a.Health)
 	defer wtxn.Commit()
 	_, _, _ = a.Health.Insert(wtxn, health)
 	for _, e := range statedb.Collect(a.Announce.All(wtxn)) {
 		k := tables.L2AnnounceKey{IP: e.IP, NetworkInterface: e.NetworkInterface}
-		if w, ok := want[k]; ok && sameEntry(e, w) {
+		w, wanted := want[k]
+		switch {
+		case wanted && sameEntry(e, w):
 			delete(want, k)
-			continue
-		}
-		if _, ok := want[k]; !ok {
+		case wanted:
+			// Replaced below.
+		case !e.Withdrawn:
+			// Out of the responder before out of the table: a group that
+			// left keeps its Lease until then (leaving).
+			_, _, _ = a.Announce.Insert(wtxn, e.Withdrawal())
+		case e.Out():
 			_, _, _ = a.Announce.Delete(wtxn, e)
 		}
 	}
@@ -221,7 +264,7 @@ func (a *announcer) sync(sel selection, campaigns map[string]*campaign) {
 }
 
 func sameEntry(a, b *tables.L2AnnounceEntry) bool {
-	return a.Ifindex == b.Ifindex && a.MAC == b.MAC && slices.Equal(a.Origins, b.Origins)
+	return a.Withdrawn == b.Withdrawn && a.Ifindex == b.Ifindex && a.MAC == b.MAC && slices.Equal(a.Origins, b.Origins)
 }
 
 // group is a set of Services that must be answered for by the same node:
@@ -231,6 +274,14 @@ type group struct {
 	lease    string
 	services []string // sorted Service keys
 	entries  map[tables.L2AnnounceKey]*tables.L2AnnounceEntry
+}
+
+// keys are the group's addresses on their interfaces (none for nil).
+func (g *group) keys() []tables.L2AnnounceKey {
+	if g == nil {
+		return nil
+	}
+	return slices.Collect(maps.Keys(g.entries))
 }
 
 // selection is what this node may announce: every group it is a candidate

@@ -32,11 +32,20 @@ func (c *campaign) heldAndFresh(now time.Time) (held bool, validUntil time.Time)
 	return c.leading && !c.withdrawn && now.Before(c.validUntil), c.validUntil
 }
 
-// withdraw stops announcing before the Lease is released, so that the
-// entries are gone before another node can take the Lease.
+// withdraw stops announcing before the Lease is released: the Lease goes
+// only once the responder reports the entries out (leaving), so that
+// another node that takes it never answers beside this one.
 func (c *campaign) withdraw() {
 	c.mu.Lock()
 	c.withdrawn = true
+	c.mu.Unlock()
+}
+
+// rejoin undoes withdraw: the group came back to this node before its
+// Lease was released.
+func (c *campaign) rejoin() {
+	c.mu.Lock()
+	c.withdrawn = false
 	c.mu.Unlock()
 }
 

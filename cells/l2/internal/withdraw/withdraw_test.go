@@ -1,4 +1,4 @@
-package elector
+package withdraw
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 
 // A stopping node leaves at once only when the responder has confirmed
 // every entry out of its maps; otherwise it waits for its deadline.
-func TestWaitWithdrawn(t *testing.T) {
+func TestWait(t *testing.T) {
 	entry := func(ip string, withdrawn bool, status reconciler.Status) *tables.L2AnnounceEntry {
 		return &tables.L2AnnounceEntry{IP: netip.MustParseAddr(ip), NetworkInterface: "eth0", Withdrawn: withdrawn, Status: status}
 	}
@@ -70,15 +70,15 @@ func TestWaitWithdrawn(t *testing.T) {
 			if tc.confirm != nil {
 				deadline = time.Now().Add(5 * time.Second)
 			}
-			if got := waitWithdrawn(db, announce, deadline); got != tc.want {
-				t.Errorf("waitWithdrawn = %v, want %v", got, tc.want)
+			if got := Wait(db, announce, deadline); got != tc.want {
+				t.Errorf("Wait = %v, want %v", got, tc.want)
 			}
 		})
 	}
 }
 
-// withdrawAll marks every entry withdrawn and pending, for the responder.
-func TestWithdrawAll(t *testing.T) {
+// All marks every entry withdrawn and pending, for the responder.
+func TestAll(t *testing.T) {
 	db := statedb.New()
 	announce, err := tables.NewL2AnnounceTable(db)
 	if err != nil {
@@ -87,7 +87,7 @@ func TestWithdrawAll(t *testing.T) {
 	wtxn := db.WriteTxn(announce)
 	_, _, _ = announce.Insert(wtxn, &tables.L2AnnounceEntry{IP: netip.MustParseAddr("198.18.0.1"), NetworkInterface: "eth0", Status: reconciler.StatusDone()})
 	_, _, _ = announce.Insert(wtxn, &tables.L2AnnounceEntry{IP: netip.MustParseAddr("198.18.0.2"), NetworkInterface: "eth0", Withdrawn: true, Status: reconciler.StatusDone()})
-	withdrawAll(wtxn, announce)
+	All(wtxn, announce)
 	wtxn.Commit()
 	for en := range announce.All(db.ReadTxn()) {
 		if !en.Withdrawn {
