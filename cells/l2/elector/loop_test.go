@@ -88,6 +88,19 @@ func (te testElector) step(now time.Time, last *lastTurn) memberWatches {
 	return w
 }
 
+// responderDone is the responder reporting the entry programmed, or out.
+func (te testElector) responderDone(en *tables.L2AnnounceEntry) {
+	wtxn := te.DB.WriteTxn(te.Announce)
+	_, _, _ = te.Announce.Insert(wtxn, en.Clone().SetStatus(reconciler.StatusDone()))
+	wtxn.Commit()
+}
+
+// health is node1's row of l2-lease-health: the deadline published.
+func (te testElector) health(txn statedb.ReadTxn) *tables.L2LeaseHealth {
+	h, _, _ := te.Health.Get(txn, tables.L2LeaseHealthNodeIndex.Query("node1"))
+	return h
+}
+
 type nopHealth struct{}
 
 func (nopHealth) OK(string)                   {}
@@ -140,7 +153,7 @@ func TestTurnReadsTheMembersCell(t *testing.T) {
 	default:
 	}
 	w = te.step(now.Add(10*time.Millisecond), &last)
-	if h, _, _ := te.Health.Get(te.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query("node1")); !h.FreshUntil.Equal(later) {
+	if h := te.health(te.DB.ReadTxn()); !h.FreshUntil.Equal(later) {
 		t.Fatalf("fresh until %s after a later confirmation, want %s", h.FreshUntil, later)
 	}
 
@@ -156,7 +169,7 @@ func TestTurnReadsTheMembersCell(t *testing.T) {
 		t.Fatal("the members' watch did not close")
 	}
 	te.step(now.Add(20*time.Millisecond), &last)
-	if h, _, _ := te.Health.Get(te.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query("node1")); !h.FreshUntil.Equal(later) {
+	if h := te.health(te.DB.ReadTxn()); !h.FreshUntil.Equal(later) {
 		t.Fatalf("fresh until %s with the others dead, want still %s", h.FreshUntil, later)
 	}
 }
@@ -253,7 +266,7 @@ func TestNewTermWaitsForOldEntries(t *testing.T) {
 	var last lastTurn
 	te.step(now, &last)
 	txn := te.DB.ReadTxn()
-	if h, _, _ := te.Health.Get(txn, tables.L2LeaseHealthNodeIndex.Query("node1")); !h.FreshUntil.IsZero() {
+	if h := te.health(txn); !h.FreshUntil.IsZero() {
 		t.Fatalf("deadline %s published with the old term's entry in the responder", h.FreshUntil)
 	}
 	en, _, ok := te.Announce.Get(txn, tables.L2AnnounceKeyIndex.Query(tables.L2AnnounceKey{IP: old.IP, NetworkInterface: "eth0"}))
@@ -262,14 +275,10 @@ func TestNewTermWaitsForOldEntries(t *testing.T) {
 	}
 
 	// The responder took it out.
-	wtxn = te.DB.WriteTxn(te.Announce)
-	out := en.Clone()
-	out.Status = reconciler.StatusDone()
-	_, _, _ = te.Announce.Insert(wtxn, out)
-	wtxn.Commit()
+	te.responderDone(en)
 	te.step(now.Add(10*time.Millisecond), &last)
 	txn = te.DB.ReadTxn()
-	if h, _, _ := te.Health.Get(txn, tables.L2LeaseHealthNodeIndex.Query("node1")); !h.FreshUntil.Equal(until) {
+	if h := te.health(txn); !h.FreshUntil.Equal(until) {
 		t.Fatalf("deadline %s once the old entry is out, want %s", h.FreshUntil, until)
 	}
 	if n := te.Announce.NumObjects(txn); n != 0 {
@@ -308,7 +317,7 @@ func TestTermOnARecordIsLeft(t *testing.T) {
 	if m, _, _ := te.Meta.Get(txn, tables.L2MemberMetaNodeIndex.Query("node1")); m.Term != "t2" {
 		t.Fatalf("the peers learn term %q, want t2", m.Term)
 	}
-	if h, _, _ := te.Health.Get(txn, tables.L2LeaseHealthNodeIndex.Query("node1")); !h.FreshUntil.IsZero() {
+	if h := te.health(txn); !h.FreshUntil.IsZero() {
 		t.Fatalf("deadline %s published with t1's entry in the responder", h.FreshUntil)
 	}
 	if en, _, _ := te.Announce.Get(txn, tables.L2AnnounceKeyIndex.Query(tables.L2AnnounceKey{IP: old.IP, NetworkInterface: "eth0"})); !en.Withdrawn {
@@ -350,19 +359,15 @@ func TestGoneEntryWithdrawnBeforeDeleted(t *testing.T) {
 	if last.term != "t2" {
 		t.Fatalf("term %q, want t2", last.term)
 	}
-	if h, _, _ := te.Health.Get(te.DB.ReadTxn(), tables.L2LeaseHealthNodeIndex.Query("node1")); !h.FreshUntil.IsZero() {
+	if h := te.health(te.DB.ReadTxn()); !h.FreshUntil.IsZero() {
 		t.Fatalf("deadline %s published in t2 with the gone entry in the responder", h.FreshUntil)
 	}
 
 	// The responder took it out: the deadline goes out and the entry goes.
-	wtxn = te.DB.WriteTxn(te.Announce)
-	out := en.Clone()
-	out.Status = reconciler.StatusDone()
-	_, _, _ = te.Announce.Insert(wtxn, out)
-	wtxn.Commit()
+	te.responderDone(en)
 	te.step(now.Add(15*time.Millisecond), &last)
 	txn := te.DB.ReadTxn()
-	if h, _, _ := te.Health.Get(txn, tables.L2LeaseHealthNodeIndex.Query("node1")); !h.FreshUntil.Equal(until) {
+	if h := te.health(txn); !h.FreshUntil.Equal(until) {
 		t.Fatalf("deadline %s once the entry is out, want %s", h.FreshUntil, until)
 	}
 	if n := te.Announce.NumObjects(txn); n != 0 {
