@@ -113,14 +113,9 @@ func explainAnnouncement(cmd *cobra.Command, key string, cfg map[string]string) 
 	if err != nil {
 		return err
 	}
-	found := false
-	for _, e := range entries {
-		for _, o := range e.Origins {
-			if o == key {
-				fmt.Printf("  Announcement: this node (%s) answers ARP for %s on %s (%s).\n", cfg["node-name"], e.IP, e.NetworkInterface, e.MAC)
-				found = true
-			}
-		}
+	lines, found := announcementLines(cfg["node-name"], key, entries)
+	for _, l := range lines {
+		fmt.Println(l)
 	}
 	if !found {
 		ns, lease := cfg["k8s-namespace"], leaseOf(key)
@@ -136,6 +131,31 @@ func explainAnnouncement(cmd *cobra.Command, key string, cfg map[string]string) 
 		}
 	}
 	return nil
+}
+
+// announcementLines say what this node's l2-announce rows of the Service
+// mean, and whether it answers for one of its IPs.
+func announcementLines(node, key string, entries []*tables.L2AnnounceEntry) (lines []string, answering bool) {
+	for _, e := range entries {
+		if !slices.Contains(e.Origins, key) {
+			continue
+		}
+		switch {
+		case !e.Withdrawn:
+			lines = append(lines, fmt.Sprintf("  Announcement: this node (%s) answers ARP for %s on %s (%s).", node, e.IP, e.NetworkInterface, e.MAC))
+			answering = true
+		case e.Out():
+			lines = append(lines, fmt.Sprintf("  Announcement: this node (%s) no longer answers for %s on %s: out of its responder, it gives the IP up.", node, e.IP, e.NetworkInterface))
+		default:
+			// Its ownership is kept until the responder confirms.
+			state := strings.ToLower(e.Status.Kind.String())
+			if e.Status.Error != nil {
+				state += ": " + *e.Status.Error
+			}
+			lines = append(lines, fmt.Sprintf("  Announcement: this node (%s) is taking %s on %s out of its responder (%s), and keeps the IP until it is out.", node, e.IP, e.NetworkInterface, state))
+		}
+	}
+	return lines, answering
 }
 
 // explainOwnership says, for the members election, which group the Service
