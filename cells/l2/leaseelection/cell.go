@@ -3,8 +3,8 @@
 // group of Services (cilium-l2announce-<namespace>-<name>), campaigned
 // for by every node that may announce the group, renewed by its holder.
 // The holder answers while its term is fresh, and gives the Lease up
-// when its Services go or the agent stops. Abandoned Leases are deleted
-// once a minute.
+// when its Services go or the agent stops, once the responder has their
+// IPs out (leaving.go). Abandoned Leases are deleted once a minute.
 //
 // Reads: tables l2-candidates.
 // Writes: the announcement Leases; tables l2-announce and
