@@ -79,61 +79,23 @@ func logf(format string, args ...any) {
 }
 
 func run(ctx context.Context, o options) error {
-	root := cluster.RepoRoot()
-	if root == "" {
-		return errors.New("run me from inside the repository")
-	}
 	work, err := os.MkdirTemp("", "herald-bench-failover-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	agentBin, dbgBin, err := agentproc.Build(root, filepath.Join(work, "bin"))
-	if err != nil {
-		return err
-	}
-	c, err := cluster.Start(cluster.Options{})
-	if err != nil {
-		return err
-	}
-	defer c.Stop()
-	if err := c.InstallCRDs(ctx, filepath.Join(root, "install", "crds")); err != nil {
-		return err
-	}
-	for _, ns := range []string{leaseNamespace, benchNamespace} {
-		if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-	}
-	herald, err := versioned.NewForConfig(c.RESTConfig)
-	if err != nil {
-		return err
-	}
-	if _, err := herald.CiliumV2alpha1().CiliumLoadBalancerIPPools().Create(ctx, &v2alpha1.CiliumLoadBalancerIPPool{
-		ObjectMeta: metav1.ObjectMeta{Name: "bench"},
-		Spec:       v2alpha1.CiliumLoadBalancerIPPoolSpec{Blocks: []v2alpha1.CiliumLoadBalancerIPPoolIPBlock{{Cidr: poolCIDR}}},
-	}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-
-	var agents []*agentproc.Agent
-	for i := 1; i <= 3; i++ {
-		a := agentproc.New(agentproc.Options{
-			Name: fmt.Sprintf("node%d", i), Dir: filepath.Join(work, fmt.Sprintf("node%d", i)),
-			AgentBin: agentBin, DbgBin: dbgBin, Kubeconfig: c.Kubeconfig, Namespace: leaseNamespace,
-			Args: strings.Fields(o.agentArgs),
-		})
-		if err := a.Start(); err != nil {
-			return err
-		}
-		agents = append(agents, a)
+	c, agents, err := startWorld(ctx, work, o)
+	if c != nil {
+		defer c.Stop()
 	}
 	defer func() {
 		for _, a := range agents {
 			_ = a.Stop()
 		}
 	}()
-
+	if err != nil {
+		return err
+	}
 	w, err := lbwatch.Start(ctx, c.Client, benchNamespace)
 	if err != nil {
 		return err
@@ -145,64 +107,15 @@ func run(ctx context.Context, o options) error {
 
 	runCtx, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()
-	var (
-		mu      sync.Mutex
-		created = map[string]time.Time{}
-		gaps    []gap // when no agent could allocate: from a kill to the next term's start
-		wg      sync.WaitGroup
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(time.Duration(float64(time.Second) / o.rate))
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-tick.C:
-			}
-			name := fmt.Sprintf("svc-%05d", i)
-			t0 := time.Now()
-			if _, err := c.Client.CoreV1().Services(benchNamespace).Create(ctx, service(name), metav1.CreateOptions{}); err != nil {
-				logf("creating %s: %v", name, err)
-				continue
-			}
-			mu.Lock()
-			created[name] = t0
-			mu.Unlock()
-		}
-	}()
-
-	kills := 0
-	for {
-		select {
-		case <-runCtx.Done():
-		case <-time.After(o.killEvery):
-			l, identity, err := holder(ctx, c.Client, agents, "")
-			if err != nil {
-				return err
-			}
-			killed := time.Now()
-			if err := l.Kill9(); err != nil {
-				return err
-			}
-			kills++
-			time.Sleep(time.Second)
-			if err := l.Start(); err != nil {
-				return err
-			}
-			next, _, err := holder(ctx, c.Client, agents, identity)
-			if err != nil {
-				return err
-			}
-			gaps = append(gaps, gap{killed, time.Now(), l.Name, next.Name})
-			logf("killed %s; %s leads %s later", l.Name, next.Name, time.Since(killed).Round(time.Millisecond))
-			continue
-		}
-		break
+	r := &creator{created: map[string]time.Time{}}
+	r.wg.Add(1)
+	go r.create(runCtx, ctx, c.Client, o.rate)
+	gaps, err := killLeaders(runCtx, ctx, c.Client, agents, o.killEvery)
+	cancel() // the creates stop too if a kill failed
+	r.wg.Wait()
+	if err != nil {
+		return err
 	}
-	wg.Wait()
 
 	// Every Service gets its address eventually.
 	deadline := time.Now().Add(2 * time.Minute)
@@ -212,9 +125,125 @@ func run(ctx context.Context, o options) error {
 	if missing := w.WithoutIPs(); len(missing) > 0 {
 		return fmt.Errorf("%d Services never got an address: %v", len(missing), missing[:min(5, len(missing))])
 	}
+	return report(o, w, r.created, gaps)
+}
 
+// startWorld builds the agent, starts the control plane with the CRDs,
+// the namespaces and the pool, and three agents. The cluster and agents
+// it started come back also with an error, to be stopped.
+func startWorld(ctx context.Context, work string, o options) (*cluster.Cluster, []*agentproc.Agent, error) {
+	root := cluster.RepoRoot()
+	if root == "" {
+		return nil, nil, errors.New("run me from inside the repository")
+	}
+	agentBin, dbgBin, err := agentproc.Build(root, filepath.Join(work, "bin"))
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := cluster.Start(cluster.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.InstallCRDs(ctx, filepath.Join(root, "install", "crds")); err != nil {
+		return c, nil, err
+	}
+	for _, ns := range []string{leaseNamespace, benchNamespace} {
+		if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return c, nil, err
+		}
+	}
+	herald, err := versioned.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return c, nil, err
+	}
+	if _, err := herald.CiliumV2alpha1().CiliumLoadBalancerIPPools().Create(ctx, &v2alpha1.CiliumLoadBalancerIPPool{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench"},
+		Spec:       v2alpha1.CiliumLoadBalancerIPPoolSpec{Blocks: []v2alpha1.CiliumLoadBalancerIPPoolIPBlock{{Cidr: poolCIDR}}},
+	}, metav1.CreateOptions{}); err != nil {
+		return c, nil, err
+	}
+	var agents []*agentproc.Agent
+	for i := 1; i <= 3; i++ {
+		a := agentproc.New(agentproc.Options{
+			Name: fmt.Sprintf("node%d", i), Dir: filepath.Join(work, fmt.Sprintf("node%d", i)),
+			AgentBin: agentBin, DbgBin: dbgBin, Kubeconfig: c.Kubeconfig, Namespace: leaseNamespace,
+			Args: strings.Fields(o.agentArgs),
+		})
+		if err := a.Start(); err != nil {
+			return c, agents, err
+		}
+		agents = append(agents, a)
+	}
+	return c, agents, nil
+}
+
+// creator creates Services at a steady rate, and records when each
+// Create was sent.
+type creator struct {
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	created map[string]time.Time
+}
+
+// create runs until run ends; ctx is for the API calls.
+func (r *creator) create(run, ctx context.Context, client kubernetes.Interface, rate float64) {
+	defer r.wg.Done()
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-run.Done():
+			return
+		case <-tick.C:
+		}
+		name := fmt.Sprintf("svc-%05d", i)
+		t0 := time.Now()
+		if _, err := client.CoreV1().Services(benchNamespace).Create(ctx, service(name), metav1.CreateOptions{}); err != nil {
+			logf("creating %s: %v", name, err)
+			continue
+		}
+		r.mu.Lock()
+		r.created[name] = t0
+		r.mu.Unlock()
+	}
+}
+
+// killLeaders kills the agent holding the Lease every killEvery until run
+// ends, starts it again a second later (as a kubelet restarts a
+// container), and returns the gaps: from each kill to the next term.
+func killLeaders(run, ctx context.Context, client kubernetes.Interface, agents []*agentproc.Agent, killEvery time.Duration) ([]gap, error) {
+	var gaps []gap
+	for {
+		select {
+		case <-run.Done():
+			return gaps, nil
+		case <-time.After(killEvery):
+		}
+		l, identity, err := holder(ctx, client, agents, "")
+		if err != nil {
+			return gaps, err
+		}
+		killed := time.Now()
+		if err := l.Kill9(); err != nil {
+			return gaps, err
+		}
+		time.Sleep(time.Second)
+		if err := l.Start(); err != nil {
+			return gaps, err
+		}
+		next, _, err := holder(ctx, client, agents, identity)
+		if err != nil {
+			return gaps, err
+		}
+		gaps = append(gaps, gap{killed, time.Now(), l.Name, next.Name})
+		logf("killed %s; %s leads %s later", l.Name, next.Name, time.Since(killed).Round(time.Millisecond))
+	}
+}
+
+// report prints create-to-address latencies, overall and for the Services
+// created during a gap, the takeovers, and fails on a broken promise.
+func report(o options, w *lbwatch.Watcher, created map[string]time.Time, gaps []gap) error {
 	var all, inGap []time.Duration
-	mu.Lock()
 	for name, t0 := range created {
 		at, ok := w.FirstIPAt(name)
 		if !ok {
@@ -229,10 +258,9 @@ func run(ctx context.Context, o options) error {
 			}
 		}
 	}
-	mu.Unlock()
 	vs := w.Violations()
 	fmt.Printf("bench-failover: %d Services at %.0f/s over %s, %d SIGKILLs of the allocating agent (every %s); agent flags %q\n",
-		len(all), o.rate, o.duration, kills, o.killEvery, o.agentArgs)
+		len(all), o.rate, o.duration, len(gaps), o.killEvery, o.agentArgs)
 	fmt.Printf("%-44s %6s %9s %9s %9s %9s\n", "create -> first address", "n", "p50", "p90", "p99", "max")
 	printRow("all Services", all)
 	printRow("created between a kill and the next leader", inGap)
@@ -248,6 +276,8 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
+// gap is a time when no agent could allocate: from a kill to the next
+// term's start.
 type gap struct {
 	from, to     time.Time
 	killed, next string
