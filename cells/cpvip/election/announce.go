@@ -15,6 +15,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/heraldlb/herald/cells/internal/withdraw"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -127,11 +128,7 @@ func renewDeadline(db *statedb.DB, health statedb.RWTable[*tables.L2LeaseHealth]
 // markWithdrawn asks the responder to take every entry out of its maps.
 func markWithdrawn(db *statedb.DB, announce statedb.RWTable[*tables.L2AnnounceEntry]) {
 	wtxn := db.WriteTxn(announce)
-	for e := range announce.All(wtxn) {
-		if !e.Withdrawn {
-			_, _, _ = announce.Insert(wtxn, e.Withdrawal())
-		}
-	}
+	withdraw.All(wtxn, announce)
 	wtxn.Commit()
 }
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/cilium/statedb"
 
-	"github.com/heraldlb/herald/cells/l2/internal/withdraw"
+	"github.com/heraldlb/herald/cells/internal/withdraw"
 	"github.com/heraldlb/herald/tables"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldlb/herald/cells/internal/tablesync"
+	"github.com/heraldlb/herald/cells/internal/withdraw"
 	"github.com/heraldlb/herald/cells/l2/internal/announced"
-	"github.com/heraldlb/herald/cells/l2/internal/withdraw"
 	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/tables"
 )
