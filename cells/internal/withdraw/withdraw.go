@@ -1,7 +1,8 @@
 // Package withdraw takes this node's addresses out of the L2 responder
-// (for either election of L2 announcements, and for the control-plane
-// VIP) before anything else may answer for them: an entry of l2-announce is marked withdrawn, the responder
-// reports it out of its maps, and only then is its ownership given up.
+// before anything else may answer for them, for either election of L2
+// announcements and for the control-plane VIP: an entry of l2-announce is
+// marked withdrawn, the responder reports it out of its maps, and only
+// then is its ownership given up.
 package withdraw
 
 import (
