@@ -62,6 +62,7 @@ type options struct {
 	poolCIDR    string
 	timeout     time.Duration
 	profileDir  string
+	cpuProfile  time.Duration
 	pool        netip.Prefix
 }
 
@@ -80,6 +81,7 @@ func main() {
 	flag.StringVar(&o.poolCIDR, "pool-cidr", "198.18.0.0/16", "the one block of every contender's address pool")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Minute, "give up after this long")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "keep each contender's /proc/PID/smaps (when ready and at the end) and herald-agent's heap profile (run with --pprof) in this directory")
+	flag.DurationVar(&o.cpuProfile, "cpu-profile", 10*time.Second, "with -profile-dir: how long herald-agent's CPU profile runs, from the first Create")
 	flag.Parse()
 	if o.services < 1 || o.workers < 1 || o.rounds < 1 {
 		fatalf("-services, -workers and -rounds must be at least 1")

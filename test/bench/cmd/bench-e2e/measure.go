@@ -89,6 +89,7 @@ func measure(ctx context.Context, o options, c contender, round int) (m measurem
 	}
 	cpu0 := cpuOf(p)
 	api0, etcd0 := serverCPU(cl)
+	cpuProfileDone := startCPUProfile(ctx, o, p, round)
 	tr.start(time.Now())
 	if m.creates, err = createServices(ctx, cl.Client, o.services, o.workers); err != nil {
 		return m, err
@@ -132,6 +133,9 @@ func measure(ctx context.Context, o options, c contender, round int) (m measurem
 		if err := saveProfiles(ctx, o, p, round, "end"); err != nil {
 			return m, err
 		}
+	}
+	if err := cpuProfileDone(); err != nil {
+		return m, err
 	}
 	m.loadEnd = loadAvg()
 	return m, nil

@@ -16,7 +16,9 @@ import (
 // memory went: /proc/PID/smaps and the resident pages of its binary once it
 // is ready (the canary has its IP) and again at the end, and, of herald-agent (run with --pprof), its heap
 // profile at both times (go tool pprof -sample_index=inuse_space FILE; the
-// .heap.txt of the same ends with the runtime's MemStats).
+// .heap.txt of the same ends with the runtime's MemStats). herald-agent's CPU
+// profile covers the first -cpu-profile of the measured window, from the
+// first Create (DIR/herald-r<round>.cpu.pb.gz; go tool pprof -top FILE).
 
 // profileArgs are the extra herald-agent flags that serve its profiles.
 func profileArgs(o options) ([]string, int, error) {
@@ -56,14 +58,28 @@ func saveProfiles(ctx context.Context, o options, p *proc, round int, when strin
 	// debug=1: the same profile as text, ending with runtime.MemStats
 	// (live heap, what the heap holds free, stacks, the next GC's goal).
 	url := fmt.Sprintf("http://localhost:%d/debug/pprof/heap", p.pprofPort)
-	if err := fetchTo(ctx, url+"?debug=1", base+".heap.txt"); err != nil {
+	if err := fetchTo(ctx, url+"?debug=1", base+".heap.txt", 30*time.Second); err != nil {
 		return err
 	}
-	return fetchTo(ctx, url, base+".heap.pb.gz")
+	return fetchTo(ctx, url, base+".heap.pb.gz", 30*time.Second)
 }
 
-func fetchTo(ctx context.Context, url, path string) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+// startCPUProfile starts recording the agent's CPU profile; the returned
+// func waits until the profile is written.
+func startCPUProfile(ctx context.Context, o options, p *proc, round int) (wait func() error) {
+	if o.profileDir == "" || p == nil || p.pprofPort == 0 || o.cpuProfile <= 0 {
+		return func() error { return nil }
+	}
+	path := filepath.Join(o.profileDir, fmt.Sprintf("%s-r%d.cpu.pb.gz", strings.ReplaceAll(p.label, " ", "-"), round))
+	url := fmt.Sprintf("http://localhost:%d/debug/pprof/profile?seconds=%d", p.pprofPort, int(o.cpuProfile.Seconds()))
+	done := make(chan error, 1)
+	go func() { done <- fetchTo(ctx, url, path, o.cpuProfile+30*time.Second) }()
+	return func() error { return <-done }
+}
+
+// fetchTo saves what GET url answers, waiting at most timeout.
+func fetchTo(ctx context.Context, url, path string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
