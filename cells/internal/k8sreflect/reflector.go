@@ -90,6 +90,7 @@ func (r *reflector[K, Obj]) run(ctx context.Context, health cell.Health, initDon
 	initialized := false
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
+	var lastWrite time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -97,7 +98,18 @@ func (r *reflector[K, Obj]) run(ctx context.Context, health cell.Health, initDon
 		case <-q.wake:
 		case <-tick.C:
 		}
-		listedAt, listed := r.write(q.take())
+		if wait := untilNextWrite(time.Now(), lastWrite); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
+		}
+		batch := q.take()
+		if len(batch) > 0 {
+			lastWrite = time.Now()
+		}
+		listedAt, listed := r.write(batch)
 		if !listed {
 			continue
 		}
@@ -115,6 +127,24 @@ func (r *reflector[K, Obj]) run(ctx context.Context, health cell.Health, initDon
 			health.OK("in sync")
 		}
 	}
+}
+
+// burstWriteInterval is the least time between two of a reflector's write
+// transactions. An event after a quiet spell is written at once; during a
+// burst (a thousand Services created by a script) the events of up to this
+// long share one transaction. Each transaction copies the table's changed
+// tree nodes and wakes every reader of the table, so one per event costs
+// the agent more than the events themselves; a reader waits at most this
+// long more. Cilium's reflector batches likewise (up to 64 objects or 50 ms).
+const burstWriteInterval = 10 * time.Millisecond
+
+// untilNextWrite says how long to wait before writing what is queued now,
+// given the time of the last write (zero: none yet).
+func untilNextWrite(now, lastWrite time.Time) time.Duration {
+	if lastWrite.IsZero() {
+		return 0
+	}
+	return max(0, burstWriteInterval-now.Sub(lastWrite))
 }
 
 // listAndWatch runs client-go's reflector until ctx ends. A call that did

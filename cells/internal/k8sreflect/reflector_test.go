@@ -187,3 +187,29 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func TestUntilNextWrite(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name      string
+		sinceLast time.Duration
+		noneYet   bool
+		want      time.Duration
+	}{
+		{name: "first write", noneYet: true, want: 0},
+		{name: "right after a write", sinceLast: 0, want: burstWriteInterval},
+		{name: "within the interval", sinceLast: 3 * time.Millisecond, want: burstWriteInterval - 3*time.Millisecond},
+		{name: "interval over", sinceLast: burstWriteInterval, want: 0},
+		{name: "after a quiet spell", sinceLast: time.Second, want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			last := t0
+			if tc.noneYet {
+				last = time.Time{}
+			}
+			if got := untilNextWrite(t0.Add(tc.sinceLast), last); got != tc.want {
+				t.Errorf("untilNextWrite = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
