@@ -30,13 +30,16 @@
 package arpwatch
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mdlayher/packet"
+	"golang.org/x/sys/unix"
 
 	"github.com/heraldlb/herald/test/netlab"
 )
@@ -55,10 +58,15 @@ type Capture[F any] struct {
 	conn *packet.Conn
 	mac  net.HardwareAddr
 
-	mu      sync.Mutex
-	frames  []F
-	readErr error
-	done    chan struct{}
+	raw syscall.RawConn
+
+	mu sync.Mutex
+	// recorded is signalled (with mu) each time the reader took a frame
+	// off the socket: Mark waits on it.
+	recorded *sync.Cond
+	frames   []F
+	readErr  error
+	done     chan struct{}
 }
 
 // OpenCapture opens an AF_PACKET socket for etherType on eth0 inside the
@@ -69,6 +77,7 @@ type Capture[F any] struct {
 // dropped frame takes no position).
 func OpenCapture[F any](netns string, etherType int, parse func(b []byte, seq int, at time.Time) (F, bool)) (*Capture[F], error) {
 	c := &Capture[F]{done: make(chan struct{})}
+	c.recorded = sync.NewCond(&c.mu)
 	err := netlab.InNetns(netns, func() error {
 		ifi, err := net.InterfaceByName(Device)
 		if err != nil {
@@ -78,31 +87,68 @@ func OpenCapture[F any](netns string, etherType int, parse func(b []byte, seq in
 		if err != nil {
 			return fmt.Errorf("AF_PACKET socket on %s: %w", Device, err)
 		}
-		c.conn, c.mac = conn, ifi.HardwareAddr
+		raw, err := conn.SyscallConn()
+		if err != nil {
+			_ = conn.Close()
+			return err
+		}
+		c.conn, c.raw, c.mac = conn, raw, ifi.HardwareAddr
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	go func() {
-		defer close(c.done)
-		buf := make([]byte, 2048)
-		for {
-			n, _, err := c.conn.ReadFrom(buf)
-			if err != nil {
-				c.mu.Lock()
-				c.readErr = err
-				c.mu.Unlock()
-				return
-			}
-			c.mu.Lock()
-			if f, ok := parse(buf[:n], len(c.frames), time.Now()); ok {
-				c.frames = append(c.frames, f)
-			}
-			c.mu.Unlock()
-		}
-	}()
+	go c.read(parse)
 	return c, nil
+}
+
+// read records frames until the socket is closed. It waits for a frame
+// without taking it off the socket (MSG_PEEK), and takes it off and
+// records it under the lock: so a frame is always either queued on the
+// socket or recorded, never in between, which is what Mark relies on.
+func (c *Capture[F]) read(parse func(b []byte, seq int, at time.Time) (F, bool)) {
+	defer close(c.done)
+	defer c.recorded.Broadcast()
+	buf := make([]byte, 2048)
+	for {
+		var err error
+		rerr := c.raw.Read(func(fd uintptr) bool {
+			_, _, err = unix.Recvfrom(int(fd), buf[:1], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+			return err != unix.EAGAIN
+		})
+		var n int
+		c.mu.Lock()
+		if rerr == nil && err == nil {
+			rerr = c.raw.Read(func(fd uintptr) bool {
+				n, _, err = unix.Recvfrom(int(fd), buf, unix.MSG_DONTWAIT)
+				return err != unix.EAGAIN
+			})
+		}
+		if err = errors.Join(rerr, err); err != nil {
+			c.readErr = err
+			c.mu.Unlock()
+			return
+		}
+		if f, ok := parse(buf[:n], len(c.frames), time.Now()); ok {
+			c.frames = append(c.frames, f)
+		}
+		c.recorded.Broadcast()
+		c.mu.Unlock()
+	}
+}
+
+// queued says whether a frame waits on the socket, not yet recorded.
+// Call with mu held.
+func (c *Capture[F]) queued() bool {
+	if c.raw == nil {
+		return false // no socket: frames recorded by hand (unit tests)
+	}
+	next := 0
+	_ = c.raw.Control(func(fd uintptr) {
+		// For a packet socket, SIOCINQ is the length of the next frame.
+		next, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
+	})
+	return next > 0
 }
 
 // Close stops the capture and waits for its reader to return. The frames
@@ -112,12 +158,19 @@ func (c *Capture[F]) Close() {
 	<-c.done
 }
 
-// Mark returns the capture position: frames captured from now on have a
-// position (seq) >= Mark. The socket does not see the frames it sends
-// itself, so a mark taken just before sending delimits what came after.
+// Mark returns the capture position: frames that arrive from now on have a
+// position (seq) >= Mark, and those that arrived before have a smaller
+// one, even if the reader has not read them yet (Mark waits for it: on a
+// busy machine the reader can lag by more than a probe interval, and a
+// late-read reply would count for the next probe). The socket does not see
+// the frames it sends itself, so a mark taken just before sending delimits
+// what came after.
 func (c *Capture[F]) Mark() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for c.readErr == nil && c.queued() {
+		c.recorded.Wait()
+	}
 	return len(c.frames)
 }
 
