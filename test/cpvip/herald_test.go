@@ -45,7 +45,10 @@ func TestHerald(t *testing.T) {
 }
 
 // settle waits until every API server is ready, every agent runs and the
-// IPv4 VIP is answered; it returns the owner.
+// IPv4 VIP is answered by the same node before and after the others had
+// time to be candidates again; it returns that owner (a node that answered
+// before may have lost the VIPs meanwhile, if its API server turned not
+// ready).
 func settle(t *testing.T, cp *ControlPlane) *CPNode {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
@@ -65,7 +68,10 @@ func settle(t *testing.T, cp *ControlPlane) *CPNode {
 			// The others need readyz-success-threshold probes to be
 			// candidates again.
 			time.Sleep(1500 * time.Millisecond)
-			return cp.Node(owner)
+			if cp.NodeByMAC(w.Current()) == owner {
+				return cp.Node(owner)
+			}
+			continue
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
