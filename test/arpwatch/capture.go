@@ -30,6 +30,7 @@
 package arpwatch
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -75,6 +76,11 @@ type Capture[F any] struct {
 // the raw bytes, the position the frame would take in the capture and its
 // arrival time, and returns the frame to keep, or false to drop it (a
 // dropped frame takes no position).
+//
+// The arrival time is the kernel's (SO_TIMESTAMPNS): when the frame was
+// received, not when the reader got to it. On a busy machine the reader
+// can lag by tens of milliseconds, and a gap between two replies measured
+// at the reader would be that much too long or too short.
 func OpenCapture[F any](netns string, etherType int, parse func(b []byte, seq int, at time.Time) (F, bool)) (*Capture[F], error) {
 	c := &Capture[F]{done: make(chan struct{})}
 	c.recorded = sync.NewCond(&c.mu)
@@ -88,6 +94,9 @@ func OpenCapture[F any](netns string, etherType int, parse func(b []byte, seq in
 			return fmt.Errorf("AF_PACKET socket on %s: %w", Device, err)
 		}
 		raw, err := conn.SyscallConn()
+		if err == nil {
+			err = enableTimestamps(raw)
+		}
 		if err != nil {
 			_ = conn.Close()
 			return err
@@ -109,32 +118,69 @@ func OpenCapture[F any](netns string, etherType int, parse func(b []byte, seq in
 func (c *Capture[F]) read(parse func(b []byte, seq int, at time.Time) (F, bool)) {
 	defer close(c.done)
 	defer c.recorded.Broadcast()
-	buf := make([]byte, 2048)
+	buf, oob := make([]byte, 2048), make([]byte, 128)
 	for {
 		var err error
 		rerr := c.raw.Read(func(fd uintptr) bool {
 			_, _, err = unix.Recvfrom(int(fd), buf[:1], unix.MSG_PEEK|unix.MSG_DONTWAIT)
 			return err != unix.EAGAIN
 		})
-		var n int
+		var n, oobn int
 		c.mu.Lock()
 		if rerr == nil && err == nil {
 			rerr = c.raw.Read(func(fd uintptr) bool {
-				n, _, err = unix.Recvfrom(int(fd), buf, unix.MSG_DONTWAIT)
+				n, oobn, _, _, err = unix.Recvmsg(int(fd), buf, oob, unix.MSG_DONTWAIT)
 				return err != unix.EAGAIN
 			})
+		}
+		var at time.Time
+		if err == nil && rerr == nil {
+			at, err = receivedAt(oob[:oobn])
 		}
 		if err = errors.Join(rerr, err); err != nil {
 			c.readErr = err
 			c.mu.Unlock()
 			return
 		}
-		if f, ok := parse(buf[:n], len(c.frames), time.Now()); ok {
+		if f, ok := parse(buf[:n], len(c.frames), at); ok {
 			c.frames = append(c.frames, f)
 		}
 		c.recorded.Broadcast()
 		c.mu.Unlock()
 	}
+}
+
+// enableTimestamps makes the kernel stamp each frame with the time it was
+// received (SO_TIMESTAMPNS); receivedAt reads the stamp.
+func enableTimestamps(raw syscall.RawConn) error {
+	var err error
+	if cerr := raw.Control(func(fd uintptr) {
+		err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+	}); cerr != nil {
+		return cerr
+	}
+	if err != nil {
+		return fmt.Errorf("SO_TIMESTAMPNS: %w", err)
+	}
+	return nil
+}
+
+// receivedAt returns the kernel's receive time from a frame's control
+// messages. A frame without one is an error, not a guess: every frame on a
+// socket with SO_TIMESTAMPNS carries it.
+func receivedAt(oob []byte) (time.Time, error) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPNS && len(m.Data) >= 16 {
+			sec := int64(binary.NativeEndian.Uint64(m.Data[0:8]))
+			nsec := int64(binary.NativeEndian.Uint64(m.Data[8:16]))
+			return time.Unix(sec, nsec), nil
+		}
+	}
+	return time.Time{}, errors.New("frame without a receive timestamp")
 }
 
 // queued says whether a frame waits on the socket, not yet recorded.
