@@ -43,7 +43,7 @@ const (
 // addresses, which a well-formed reply keeps consistent with the ARP ones.
 type ARPFrame struct {
 	Seq    int       // position in the capture
-	At     time.Time // arrival time
+	At     time.Time // when the kernel received it
 	EthSrc net.HardwareAddr
 	EthDst net.HardwareAddr
 	Op     uint16           // OpRequest, OpReply

@@ -23,7 +23,7 @@ const (
 // IPv6 header fields a host checks before it believes one.
 type NAFrame struct {
 	Seq      int       // position in the capture
-	At       time.Time // arrival time
+	At       time.Time // when the kernel received it
 	EthSrc   net.HardwareAddr
 	EthDst   net.HardwareAddr
 	Dst      netip.Addr // IPv6 destination: the soliciting host, or all-nodes when unsolicited
