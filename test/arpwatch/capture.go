@@ -30,7 +30,6 @@
 package arpwatch
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -104,7 +103,13 @@ func OpenCapture[F any](netns string, etherType int, parse func(b []byte, seq in
 		c.conn, c.raw, c.mac = conn, raw, ifi.HardwareAddr
 		return nil
 	})
+	if err == nil {
+		err = awaitReceiveStamps(10 * time.Second)
+	}
 	if err != nil {
+		if c.conn != nil {
+			_ = c.conn.Close()
+		}
 		return nil, err
 	}
 	go c.read(parse)
@@ -148,39 +153,6 @@ func (c *Capture[F]) read(parse func(b []byte, seq int, at time.Time) (F, bool))
 		c.recorded.Broadcast()
 		c.mu.Unlock()
 	}
-}
-
-// enableTimestamps makes the kernel stamp each frame with the time it was
-// received (SO_TIMESTAMPNS); receivedAt reads the stamp.
-func enableTimestamps(raw syscall.RawConn) error {
-	var err error
-	if cerr := raw.Control(func(fd uintptr) {
-		err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
-	}); cerr != nil {
-		return cerr
-	}
-	if err != nil {
-		return fmt.Errorf("SO_TIMESTAMPNS: %w", err)
-	}
-	return nil
-}
-
-// receivedAt returns the kernel's receive time from a frame's control
-// messages. A frame without one is an error, not a guess: every frame on a
-// socket with SO_TIMESTAMPNS carries it.
-func receivedAt(oob []byte) (time.Time, error) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return time.Time{}, err
-	}
-	for _, m := range msgs {
-		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPNS && len(m.Data) >= 16 {
-			sec := int64(binary.NativeEndian.Uint64(m.Data[0:8]))
-			nsec := int64(binary.NativeEndian.Uint64(m.Data[8:16]))
-			return time.Unix(sec, nsec), nil
-		}
-	}
-	return time.Time{}, errors.New("frame without a receive timestamp")
 }
 
 // queued says whether a frame waits on the socket, not yet recorded.
