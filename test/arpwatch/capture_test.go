@@ -16,11 +16,13 @@ import (
 // late-read reply for the answer to its next request, and the request it
 // answered for unanswered. A second capture on the same interface tells
 // when a frame has arrived: the kernel queues a frame on every packet
-// socket in one pass, so once the witness has it, the capture's socket has
-// it too. Needs root: two network namespaces on a bridge.
+// socket in one pass, newest socket first, so once the witness (opened
+// before the capture) has it, the capture's socket has it too. Needs root:
+// two network namespaces on a bridge.
 func TestMarkCountsFramesNotReadYet(t *testing.T) {
 	a, sender, open := captureLAN(t)
-	c, witness := open(a), open(a)
+	witness := open(a)
+	c := open(a)
 
 	const requests = 300
 	for sent := 1; sent <= requests; sent++ {
