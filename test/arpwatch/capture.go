@@ -161,12 +161,7 @@ func (c *Capture[F]) queued() bool {
 	if c.raw == nil {
 		return false // no socket: frames recorded by hand (unit tests)
 	}
-	next := 0
-	_ = c.raw.Control(func(fd uintptr) {
-		// For a packet socket, SIOCINQ is the length of the next frame.
-		next, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
-	})
-	return next > 0
+	return packetQueued(c.raw)
 }
 
 // Close stops the capture and waits for its reader to return. The frames

@@ -71,7 +71,7 @@ func awaitReceiveStamps(timeout time.Duration) error {
 		if _, err := conn.WriteToUDP([]byte("stamp"), conn.LocalAddr().(*net.UDPAddr)); err != nil {
 			return err
 		}
-		for !datagramQueued(raw) {
+		for !packetQueued(raw) {
 			if time.Now().After(deadline) {
 				return errors.New("a datagram to loopback never arrived")
 			}
@@ -96,8 +96,9 @@ func awaitReceiveStamps(timeout time.Duration) error {
 	}
 }
 
-// datagramQueued says whether a datagram waits on the socket.
-func datagramQueued(raw syscall.RawConn) bool {
+// packetQueued says whether a packet waits on a packet or UDP socket:
+// for both, SIOCINQ is the length of the next one.
+func packetQueued(raw syscall.RawConn) bool {
 	next := 0
 	_ = raw.Control(func(fd uintptr) {
 		next, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
