@@ -79,7 +79,9 @@ type Capture[F any] struct {
 // The arrival time is the kernel's (SO_TIMESTAMPNS): when the frame was
 // received, not when the reader got to it. On a busy machine the reader
 // can lag by tens of milliseconds, and a gap between two replies measured
-// at the reader would be that much too long or too short.
+// at the reader would be that much too long or too short. OpenCapture
+// returns once the kernel stamps frames on receipt (awaitReceiveStamps), so
+// that this holds from the first frame on.
 func OpenCapture[F any](netns string, etherType int, parse func(b []byte, seq int, at time.Time) (F, bool)) (*Capture[F], error) {
 	c := &Capture[F]{done: make(chan struct{})}
 	c.recorded = sync.NewCond(&c.mu)
