@@ -22,8 +22,8 @@ const timeout = 60 * time.Second
 // The prefixes the routers announce (blackhole routes in their namespace,
 // picked up by `network` statements).
 var (
-	announced  = netip.MustParsePrefix("198.18.41.0/24")
-	announced6 = netip.MustParsePrefix("fd00:18:0:41::/64")
+	announced  = netip.MustParsePrefix("198.18.37.0/24")
+	announced6 = netip.MustParsePrefix("fd00:18:0:37::/64")
 )
 
 func ctxT(t *testing.T) context.Context {

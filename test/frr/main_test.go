@@ -14,12 +14,12 @@ import (
 )
 
 // The tests' LAN: its own prefix and subnets, so that they run next to the
-// other suites.
+// other suites (netlab refuses a subnet another LAN has up).
 const prefix = "hfrr-"
 
 var (
-	subnet  = netip.MustParsePrefix("198.18.40.0/24")
-	subnet6 = netip.MustParsePrefix("fd00:18:0:40::/64")
+	subnet  = netip.MustParsePrefix("198.18.36.0/24")
+	subnet6 = netip.MustParsePrefix("fd00:18:0:36::/64")
 )
 
 // rootOK, when set, says why the tests that need namespaces and FRR
@@ -84,8 +84,8 @@ func requireRoot(t *testing.T) {
 	}
 }
 
-// newLAN builds a LAN of the named hosts (198.18.40.11 upwards,
-// fd00:18:0:40::b upwards), removed when the test ends, after the routers
+// newLAN builds a LAN of the named hosts (198.18.36.11 upwards,
+// fd00:18:0:36::b upwards), removed when the test ends, after the routers
 // in it (cleanups run last first: call newLAN before starting routers).
 func newLAN(t *testing.T, hosts ...string) *netlab.LAN {
 	t.Helper()

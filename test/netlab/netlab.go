@@ -115,10 +115,14 @@ func (l *LAN) nth(n int) netip.Addr {
 func (l *LAN) Host(name string) *Host { return l.hosts[name] }
 
 // Setup removes what an earlier run with the same prefix left, then builds
-// the bridge, the root namespace's veth and one namespace per host. On
-// error, Teardown removes what was built.
+// the bridge, the root namespace's veth and one namespace per host. It
+// fails when another LAN has the subnet up (see subnetFree). On error,
+// Teardown removes what was built.
 func (l *LAN) Setup(hosts ...string) error {
 	Cleanup(l.prefix)
+	if err := subnetFree(l.subnet); err != nil {
+		return err
+	}
 	if err := ip("netns", "add", l.lanNS()); err != nil {
 		return err
 	}
