@@ -64,9 +64,16 @@ fuzz:
 ## Everything runs against the current kube-apiserver; the CRDs, the install manifests and one
 ## LB IPAM smoke test (a pool, a Service, its IP) run against the oldest supported one too. kube-vip
 ## (test/cpvip's benchmark contender, whose harness a test checks) is built and cached first.
+## The suites mostly wait (failover trials, leases, probes): two at a time kept two cores about a
+## third busy, so INTEGRATION_PARALLEL of them run at once. Each suite has its own names, LAN
+## subnet and lock, and netlab refuses a LAN whose subnet another has up. The longest suites start
+## first (go test starts packages in the order given), the short ones fill in beside them.
+INTEGRATION_PARALLEL ?= 4
+INTEGRATION_FIRST    := ./test/l2 ./test/faults ./test/cpvip ./test/bgp ./test/multipool
 test-integration: tools build
 	hack/kube-vip.sh >/dev/null
-	$(GO) test -race -count=1 -timeout 40m ./bpf/... $$($(GO) list ./test/... | grep -v /test/realcluster)
+	$(GO) test -race -count=1 -p $(INTEGRATION_PARALLEL) -timeout 40m $(INTEGRATION_FIRST) ./bpf/... \
+	  $$($(GO) list ./test/... | grep -v /test/realcluster)
 	HERALD_KUBE_VERSION=$(OLDEST_KUBE_VERSION) $(GO) test -race -count=1 ./test/crdvalidation/ ./test/install/
 	HERALD_KUBE_VERSION=$(OLDEST_KUBE_VERSION) $(GO) test -race -count=1 ./test/lbipam/ -run '^TestServices$$'
 
@@ -76,7 +83,9 @@ kernel-check: tools
 	hack/kernel-check.sh
 
 ## test-realcluster: Herald as users run it: a real cluster (kubelets, containerd, Herald's image,
-## helm install), test/realcluster (needs root). Alone: it is the machine's biggest load. Without
+## helm install), test/realcluster (needs root). Alone: it is the machine's biggest load, and the HA
+## control plane's test of the VIP's hysteresis (test/realcluster/havip) counts moves that API
+## servers too starved to answer /readyz in time would add. Without
 ## -race: what runs in the cluster is Herald's image (built as released), the suite is glue.
 ## MetalLB (the takeover test's) is built and cached first, outside the test's per-step timeouts: from
 ## a cold module cache its build takes minutes on 2 cores.
