@@ -210,12 +210,17 @@ func (a *announcer) sync(sel selection, campaigns map[string]*campaign, gone map
 		held, validUntil := c.heldAndFresh(now)
 		if c.announced != held {
 			c.announced = held
-			if held {
+			switch {
+			case held:
 				entries := make([]*tables.L2AnnounceEntry, 0, len(g.entries))
 				for _, en := range g.entries {
 					entries = append(entries, en)
 				}
 				announced.Record(a.Events, a.node, g.lease, entries)
+			case c.lapsed(now):
+				// The responder's "Withdrawing" alone would not say why.
+				a.Log.Warn("Not answering until the announcement lease is renewed: its last renewal ran out",
+					"lease", g.lease, "node", a.node, "validUntil", validUntil)
 			}
 		}
 		if !held {

@@ -32,6 +32,15 @@ func (c *campaign) heldAndFresh(now time.Time) (held bool, validUntil time.Time)
 	return c.leading && !c.withdrawn && now.Before(c.validUntil), c.validUntil
 }
 
+// lapsed reports whether this node still holds the Lease but its last
+// renewal has run out (answered late, or not yet): it does not answer
+// until a renewal lands, and keeps the Lease.
+func (c *campaign) lapsed(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leading && !c.withdrawn && !now.Before(c.validUntil)
+}
+
 // withdraw stops announcing before the Lease is released: the Lease goes
 // only once the responder reports the entries out (leaving), so that
 // another node that takes it never answers beside this one.
