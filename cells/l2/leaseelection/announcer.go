@@ -207,37 +207,37 @@ func (a *announcer) sync(sel selection, campaigns map[string]*campaign, gone map
 		if c == nil {
 			continue
 		}
-		held, validUntil := c.heldAndFresh(now)
-		if c.announced != held {
-			c.announced = held
+		st := c.standing(now)
+		if c.announced != st.answers {
+			c.announced = st.answers
 			switch {
-			case held:
+			case st.answers:
 				entries := make([]*tables.L2AnnounceEntry, 0, len(g.entries))
 				for _, en := range g.entries {
 					entries = append(entries, en)
 				}
 				announced.Record(a.Events, a.node, g.lease, entries)
-			case c.lapsed(now):
+			case st.lapsed:
 				// The responder's "Withdrawing" alone would not say why.
 				a.Log.Warn("Not answering until the announcement lease is renewed: its last renewal ran out",
-					"lease", g.lease, "node", a.node, "validUntil", validUntil)
+					"lease", g.lease, "node", a.node, "validUntil", st.validUntil)
 			}
 		}
-		if !held {
+		if !st.answers {
 			continue
 		}
 		for k, e := range g.entries {
 			want[k] = e
 		}
 		health.HeldLeases++
-		if health.FreshUntil.IsZero() || validUntil.Before(health.FreshUntil) {
-			health.FreshUntil = validUntil
+		if health.FreshUntil.IsZero() || st.validUntil.Before(health.FreshUntil) {
+			health.FreshUntil = st.validUntil
 		}
 	}
 	// The groups that left are answered until their entries are out, and
 	// only as long as their own Lease allows.
 	for _, l := range gone {
-		_, until := l.c.heldAndFresh(now)
+		until := l.c.standing(now).validUntil
 		if !until.IsZero() && until.Before(health.FreshUntil) {
 			health.FreshUntil = until
 		}

@@ -24,21 +24,24 @@ type campaign struct {
 	failing    error     // the last Lease API call failed with this
 }
 
-// heldAndFresh reports whether this node holds the Lease and may still
-// answer for it at now, and until when.
-func (c *campaign) heldAndFresh(now time.Time) (held bool, validUntil time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.leading && !c.withdrawn && now.Before(c.validUntil), c.validUntil
+// standing is this node's position in one Lease's election at an instant.
+type standing struct {
+	// answers: this node holds the Lease and may still answer for it.
+	answers bool
+	// lapsed: this node holds the Lease but its last renewal has run out
+	// (answered late, or not yet): it does not answer until a renewal
+	// lands, and keeps the Lease.
+	lapsed     bool
+	validUntil time.Time
 }
 
-// lapsed reports whether this node still holds the Lease but its last
-// renewal has run out (answered late, or not yet): it does not answer
-// until a renewal lands, and keeps the Lease.
-func (c *campaign) lapsed(now time.Time) bool {
+// standing reports this node's standing in the election at now.
+func (c *campaign) standing(now time.Time) standing {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.leading && !c.withdrawn && !now.Before(c.validUntil)
+	holds := c.leading && !c.withdrawn
+	fresh := now.Before(c.validUntil)
+	return standing{answers: holds && fresh, lapsed: holds && !fresh, validUntil: c.validUntil}
 }
 
 // withdraw stops announcing before the Lease is released: the Lease goes
