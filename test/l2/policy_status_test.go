@@ -53,7 +53,7 @@ func TestPolicyStatus(t *testing.T) {
 	s.updatePolicy(name, func(spec *v2alpha1.CiliumL2AnnouncementPolicySpec) {
 		spec.ServiceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{testLabel: s.label}}
 	})
-	waitCondition(metav1.ConditionFalse, tables.ReasonResolved, "")
+	waitCondition(metav1.ConditionFalse, tables.ReasonError, "")
 	owner := s.waitOwner("svc", vip)
 	waitFor(t, func() (bool, string) {
 		evs, err := kube.CoreV1().Events(s.ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=svc"})

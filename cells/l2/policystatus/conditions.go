@@ -15,8 +15,10 @@ import (
 // policyConditions returns the policy's conditions with the three error
 // conditions as they should be, and whether that differs from its status.
 // A condition is True (reason "error", the parse error as message) while
-// its field is broken, and turns False once fixed; it is not added to a
-// policy that never had the problem.
+// its field is broken, and turns False once fixed, keeping reason "error"
+// with an empty message as Cilium's agent does (a client that matches on
+// the reason sees the same as under Cilium); it is not added to a policy
+// that never had the problem.
 func policyConditions(pol *tables.L2Policy, now time.Time) ([]metav1.Condition, bool) {
 	out := make([]metav1.Condition, 0, len(pol.Conditions)+3)
 	changed := false
@@ -32,7 +34,7 @@ func policyConditions(pol *tables.L2Policy, now time.Time) ([]metav1.Condition, 
 		if c.err == "" && !had {
 			continue
 		}
-		want := metav1.Condition{Type: c.typ, Status: metav1.ConditionFalse, Reason: tables.ReasonResolved, ObservedGeneration: pol.Generation}
+		want := metav1.Condition{Type: c.typ, Status: metav1.ConditionFalse, Reason: tables.ReasonError, ObservedGeneration: pol.Generation}
 		if c.err != "" {
 			want.Status, want.Reason, want.Message = metav1.ConditionTrue, tables.ReasonError, c.err
 		}

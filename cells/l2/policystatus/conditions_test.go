@@ -35,7 +35,7 @@ func TestPolicyConditions(t *testing.T) {
 	fixed := policy("policy1", v2alpha1.CiliumL2AnnouncementPolicySpec{})
 	fixed.Conditions = conds
 	conds, changed = policyConditions(fixed, now.Add(time.Hour))
-	if !changed || conds[0].Status != metav1.ConditionFalse || conds[0].Reason != tables.ReasonResolved || conds[0].Message != "" {
+	if !changed || conds[0].Status != metav1.ConditionFalse || conds[0].Reason != tables.ReasonError || conds[0].Message != "" {
 		t.Fatalf("after fix: %+v", conds)
 	}
 	// A healthy policy never gets the condition.

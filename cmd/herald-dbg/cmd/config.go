@@ -34,6 +34,10 @@ func configCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&flagNames, "flag-names", false, "Print flag / ConfigMap key names instead of CamelCase names")
+	// cilium-dbg prints only the options it can change at run time unless
+	// asked for --all; Herald's agent changes none at run time and prints
+	// them all, so the flag is accepted for the commands written for it.
+	cmd.Flags().BoolP("all", "a", false, "Print every option (what herald-dbg config prints anyway; accepted as cilium-dbg's)")
 	return cmd
 }
 

@@ -132,15 +132,15 @@ func insertZero(t *testing.T, db *statedb.DB, name string) {
 
 // serveShell serves the agent's shell cell on a socket over db, and points
 // herald-dbg at it.
-func serveShell(t *testing.T, db *statedb.DB) {
+func serveShell(t *testing.T, db *statedb.DB, extra ...cell.Cell) {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "run", "herald.sock") // run/ is made by the cell
-	h := hive.New(
+	h := hive.New(append([]cell.Cell{
 		job.Cell,
 		cell.SimpleHealthCell,
 		cell.Provide(func() *statedb.DB { return db }, statedb.ScriptCommands),
 		dbgshell.Cell,
-	)
+	}, extra...)...)
 	hive.AddConfigOverride(h, func(c *dbgshell.Config) { c.DbgSocket = sock })
 	log := slog.New(slog.DiscardHandler)
 	if err := h.Start(log, context.Background()); err != nil {
