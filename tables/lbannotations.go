@@ -114,9 +114,17 @@ func ParseLBAnnotations(annotations map[string]string, loadBalancerIP string) LB
 	return a
 }
 
+// lookup returns the value of the first of keys (an annotation, then its
+// older spellings) that the annotations have, as Cilium's annotation.Get
+// does. A blank value is no request: ok is false, as Cilium reads nothing
+// from "" (a Helm template with an empty default writes exactly that), and
+// as Cilium, the older spellings are not read then either.
 func lookup(m map[string]string, keys ...string) (value, key string, ok bool) {
 	for _, k := range keys {
 		if v, found := m[k]; found {
+			if strings.TrimSpace(v) == "" {
+				return "", "", false
+			}
 			return v, k, true
 		}
 	}

@@ -90,6 +90,15 @@ func TestParseMetalLBAnnotations(t *testing.T) {
 			wantDis: []string{"metallb.io/loadBalancerIPs", "; annotation metallb.io/allow-shared-ip"},
 		},
 		{
+			name:        "empty Cilium annotations leave MetalLB's to apply",
+			annotations: map[string]string{AnnotationIPs: "", AnnotationMetalLBIPs: "198.18.0.1", AnnotationSharingKey: " ", AnnotationMetalLBSharedIP: "web"},
+			wantIPs:     "198.18.0.1", wantKey: "web",
+		},
+		{
+			name:        "empty MetalLB annotations are not set",
+			annotations: map[string]string{AnnotationMetalLBIPs: "", AnnotationMetalLBSharedIP: " "},
+		},
+		{
 			name:        "empty address-pool names no pool",
 			annotations: map[string]string{AnnotationMetalLBPool: " "},
 		},

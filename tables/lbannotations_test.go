@@ -54,9 +54,35 @@ func TestParseLBAnnotations(t *testing.T) {
 			wantErr: `spec.loadBalancerIP: invalid IP address "not-an-ip"`,
 		},
 		{
-			name:        "empty ips annotation",
+			name:        "a list of no addresses is an error",
 			annotations: map[string]string{AnnotationIPs: " , "},
 			wantErr:     `no IP address in`,
+		},
+		{
+			name:        "bad entry among good ones names the bad one",
+			annotations: map[string]string{AnnotationIPs: "20.0.10.5,foo"},
+			wantIPs:     []string{"20.0.10.5"},
+			wantErr:     `annotation lbipam.cilium.io/ips: invalid IP address "foo" in "20.0.10.5,foo"`,
+		},
+		// A blank value is no request, as in Cilium: a Helm template with an
+		// empty default must not make the Service invalid.
+		{
+			name:        "empty annotations are not set",
+			annotations: map[string]string{AnnotationIPs: "", AnnotationSharingKey: "", AnnotationSharingCrossNS: "", AnnotationSharingPermitDifferentPods: ""},
+		},
+		{
+			name:        "blank older spellings are not set",
+			annotations: map[string]string{LegacyAnnotationIPs: " ", LegacyAnnotationSharingKey: "\t", LegacyAnnotationSharingCross: "  "},
+		},
+		{
+			name:        "empty annotation, loadBalancerIP still requested",
+			annotations: map[string]string{AnnotationIPs: ""}, lbIP: "3.3.3.3",
+			wantIPs: []string{"3.3.3.3"},
+		},
+		{
+			// Cilium reads the first spelling present and finds nothing in it.
+			name:        "empty new spelling hides the older one, as in Cilium",
+			annotations: map[string]string{AnnotationIPs: "", LegacyAnnotationIPs: "2.2.2.2", AnnotationSharingKey: "", LegacyAnnotationSharingKey: "k"},
 		},
 		{
 			name:        "cross namespace star",

@@ -196,6 +196,23 @@ spec:
 		// Fixed, the request is served.
 		s.apply(serviceYAML("service-blue", map[string]string{"color": "blue"}, map[string]string{"lbipam.cilium.io/ips": "20.0.10.30"}))
 		s.waitSatisfied("service-blue", "20.0.10.30")
+
+		// Broken again, with a bad entry beside a good one: the message names
+		// the bad entry and the Service keeps the address it has.
+		s.apply(serviceYAML("service-blue", map[string]string{"color": "blue"}, map[string]string{"lbipam.cilium.io/ips": "20.0.10.30,foo"}))
+		s.waitService("service-blue", metav1.ConditionFalse, tables.ReasonInvalidRequest,
+			`Invalid LB IPAM request: annotation lbipam.cilium.io/ips: invalid IP address "foo" in "20.0.10.30,foo"`, "20.0.10.30")
+	})
+
+	// An empty value (a Helm template's empty default) is no request, as in
+	// Cilium: the Service gets an address like any other.
+	t.Run("empty value", func(t *testing.T) {
+		s := newScenario(t)
+		s.apply(blueAndCyanPool)
+		s.apply(serviceYAML("service-blue", map[string]string{"color": "blue"}, map[string]string{
+			"lbipam.cilium.io/ips": "", "lbipam.cilium.io/sharing-key": "", "lbipam.cilium.io/sharing-cross-namespace": "",
+		}))
+		s.waitSatisfied("service-blue", "20.0.10.0")
 	})
 }
 

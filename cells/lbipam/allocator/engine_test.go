@@ -234,6 +234,26 @@ func TestRequestedIPs(t *testing.T) {
 	}
 }
 
+// Bad input never costs a Service the address it holds: an annotation that
+// stops parsing keeps it (invalid_request), also across a restart, and an
+// annotation emptied (no request, as in Cilium) keeps it too.
+func TestRequestedIPsKeptThroughBadInput(t *testing.T) {
+	const bad = `|invalid_request|Invalid LB IPAM request: annotation lbipam.cilium.io/ips: invalid IP address "foo" in "20.0.10.30,foo"`
+	w := newWorld(t)
+	w.e.UpsertPool(mkPool("p", 0, []string{"20.0.10.0/24"}))
+	w.e.UpsertService(mkSvc("a/s", 0, annotate(tables.AnnotationIPs, "20.0.10.30")))
+	w.expect("a/s", "20.0.10.30|satisfied|")
+	w.e.UpsertService(mkSvc("a/s", 0, annotate(tables.AnnotationIPs, "20.0.10.30,foo")))
+	w.expect("a/s", "20.0.10.30"+bad)
+
+	restarted := Simulate(w.e.families, w.e.resp, []*tables.LBPool{mkPool("p", 0, []string{"20.0.10.0/24"})},
+		[]*tables.Service{mkSvc("a/s", 0, annotate(tables.AnnotationIPs, "20.0.10.30,foo"), ingress("20.0.10.30"))})
+	(&world{t: t, e: restarted}).expect("a/s", "20.0.10.30"+bad)
+
+	w.e.UpsertService(mkSvc("a/s", 0, annotate(tables.AnnotationIPs, "")))
+	w.expect("a/s", "20.0.10.30|satisfied|")
+}
+
 func TestSharing(t *testing.T) {
 	key := func(k string) svcOpt { return annotate(tables.AnnotationSharingKey, k) }
 	cross := func(v string) svcOpt { return annotate(tables.AnnotationSharingCrossNS, v) }
