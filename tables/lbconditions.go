@@ -15,6 +15,7 @@ const (
 	ReasonInvalidRequest           = "invalid_request"
 	ReasonFamilyDisabled           = "ip_family_disabled"
 	MessageNoPool                  = "There are no enabled CiliumLoadBalancerIPPools that match this service"
+	MessageOutOfIPs                = "All enabled CiliumLoadBalancerIPPools that match this service ran out of allocatable IPs"
 
 	// Herald's addition: True (reason metallb_annotation_ignored) while a
 	// MetalLB annotation says otherwise than the Cilium annotation for the

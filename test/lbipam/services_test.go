@@ -168,7 +168,7 @@ spec:
 		s.apply(blueAndCyanPool)
 		s.apply(serviceYAML("service-red", map[string]string{"color": "red"}, map[string]string{"lbipam.cilium.io/ips": "20.0.10.5"}))
 		s.waitPending("service-red", tables.ReasonPoolSelectorMismatch,
-			"The requested IP '20.0.10.5' is in IP Pool 'blue-pool', whose serviceSelector does not match this service")
+			"The pool with the CIDR containing '20.0.10.5', doesn't select this service")
 	})
 
 	t.Run("unparsable value", func(t *testing.T) {
@@ -313,6 +313,28 @@ spec:
 			"lbipam.cilium.io/sharing-key": "1234",
 		}, "ports:\n- port: 2345"))
 		waitServiceIn(t, other, "service-red", metav1.ConditionTrue, tables.ReasonSatisfied, "", "20.0.10.1")
+	})
+
+	// A requested IP that others hold: Cilium's reasons and messages, which
+	// name neither the holder nor its namespace.
+	t.Run("requested IP held by others", func(t *testing.T) {
+		s := newScenario(t)
+		s.apply(pool)
+		s.apply(serviceYAML("service-blue", nil, map[string]string{"lbipam.cilium.io/sharing-key": "1234"}))
+		s.waitSatisfied("service-blue", "20.0.10.0")
+		s.apply(serviceYAML("service-plain", nil, map[string]string{"lbipam.cilium.io/ips": "20.0.10.0"}, "ports:\n- port: 2345"))
+		s.waitPending("service-plain", tables.ReasonAlreadyAllocated, "The IP '20.0.10.0' is already allocated to another service")
+		s.apply(serviceYAML("service-red", nil, map[string]string{
+			"lbipam.cilium.io/ips": "20.0.10.0", "lbipam.cilium.io/sharing-key": "other",
+		}, "ports:\n- port: 2345"))
+		s.waitPending("service-red", tables.ReasonAlreadyAllocatedIncompat,
+			"The IP '20.0.10.0' is already allocated to an incompatible service. Reason: different sharing key")
+		other := s.namespace("other")
+		s.applyIn(other, serviceYAML("service-red", nil, map[string]string{
+			"lbipam.cilium.io/ips": "20.0.10.0", "lbipam.cilium.io/sharing-key": "1234",
+		}, "ports:\n- port: 2345"))
+		waitServiceIn(t, other, "service-red", metav1.ConditionFalse, tables.ReasonAlreadyAllocatedIncompat,
+			"The IP '20.0.10.0' is already allocated to an incompatible service. Reason: different and not permitted namespace")
 	})
 
 	// externalTrafficPolicy Local: the same Pods, or every Service of the
@@ -508,7 +530,7 @@ spec:
   blocks:
   - cidr: "20.0.10.0/24"
 `)
-		s.waitPending("service-b", tables.ReasonNoPool, "There are no CiliumLoadBalancerIPPools that contain the requested IP '20.0.20.5'")
+		s.waitPending("service-b", tables.ReasonNoPool, "No pool exists with a CIDR containing '20.0.20.5'")
 		s.waitEvent("service-b", eventReleased, "Released IP 20.0.20.5: the IP Pool or block it came from was removed")
 		s.waitPoolCounts("blue-pool", "256", "255", "1")
 		s.waitSatisfied("service-a", "20.0.10.0")

@@ -209,15 +209,25 @@ func TestRequestedIPs(t *testing.T) {
 		{"legacy loadBalancerIP", mkSvc("example/legacy", 1, label("color", "blue"), func(s *corev1.Service) { s.Spec.LoadBalancerIP = "20.0.10.9" }),
 			"20.0.10.9|satisfied|"},
 		{"outside every pool", mkSvc("example/x", 1, label("color", "blue"), annotate(tables.AnnotationIPs, "99.0.0.1")),
-			"|no_pool|There are no CiliumLoadBalancerIPPools that contain the requested IP '99.0.0.1'"},
+			"|no_pool|No pool exists with a CIDR containing '99.0.0.1'"},
 		{"selector mismatch", mkSvc("example/x", 1, label("color", "red"), annotate(tables.AnnotationIPs, "20.0.10.5")),
-			"|pool_selector_mismatch|The requested IP '20.0.10.5' is in IP Pool 'blue-pool', whose serviceSelector does not match this service"},
+			"|pool_selector_mismatch|The pool with the CIDR containing '20.0.10.5', doesn't select this service"},
 		{"already allocated", mkSvc("example/x", 1, label("color", "blue"), annotate(tables.AnnotationIPs, "20.0.10.50")),
-			"|already_allocated|The requested IP '20.0.10.50' is already allocated to service 'example/holder'"},
+			"|already_allocated|The IP '20.0.10.50' is already allocated to another service"},
+		// Only a Service with a sharing key is told why it may not share,
+		// in Cilium's words, which name no other Service.
+		{"held by a Service without a key", mkSvc("other/x", 1, label("color", "blue"), annotate(tables.AnnotationIPs, "20.0.10.50"), annotate(tables.AnnotationSharingKey, "k")),
+			"|already_allocated_incompatible_service|The IP '20.0.10.50' is already allocated to an incompatible service. Reason: different sharing key"},
+		{"held under another key", mkSvc("example/x", 1, label("color", "blue"), annotate(tables.AnnotationIPs, "20.0.10.51"), annotate(tables.AnnotationSharingKey, "k")),
+			"|already_allocated_incompatible_service|The IP '20.0.10.51' is already allocated to an incompatible service. Reason: different sharing key"},
+		{"held under a key, asked without one", mkSvc("example/x", 1, label("color", "blue"), annotate(tables.AnnotationIPs, "20.0.10.51")),
+			"|already_allocated|The IP '20.0.10.51' is already allocated to another service"},
 		{"reserved first", mkSvc("example/x", 1, label("color", "blue"), annotate(tables.AnnotationIPs, "20.0.11.0")),
 			"|no_pool|The requested IP '20.0.11.0' is the reserved first or last IP of CIDR '20.0.11.0/24' in IP Pool 'edge' (allowFirstLastIPs: No)"},
+		// As in Cilium, a disabled pool gives no new address and is as if it
+		// did not exist (herald-dbg explain names it).
 		{"disabled pool", mkSvc("example/x", 1, annotate(tables.AnnotationIPs, "20.0.12.1")),
-			"|no_pool|The requested IP '20.0.12.1' is in IP Pool 'off', which is disabled"},
+			"|no_pool|No pool exists with a CIDR containing '20.0.12.1'"},
 		{"unparsable", mkSvc("example/x", 1, label("color", "blue"), annotate(tables.AnnotationIPs, "20.0.10.300")),
 			`|invalid_request|Invalid LB IPAM request: annotation lbipam.cilium.io/ips: invalid IP address "20.0.10.300" in "20.0.10.300"`},
 	}
@@ -228,6 +238,7 @@ func TestRequestedIPs(t *testing.T) {
 			w.e.UpsertPool(mkPool("edge", 0, []string{"20.0.11.0/24"}, noFirstLast))
 			w.e.UpsertPool(mkPool("off", 0, []string{"20.0.12.0/24"}, disabled))
 			w.e.UpsertService(mkSvc("example/holder", 0, label("color", "blue"), annotate(tables.AnnotationIPs, "20.0.10.50")))
+			w.e.UpsertService(mkSvc("example/keyed", 0, label("color", "blue"), annotate(tables.AnnotationIPs, "20.0.10.51"), annotate(tables.AnnotationSharingKey, "other"), ports(80)))
 			w.e.UpsertService(tt.svc)
 			w.expect(tt.svc.Key(), tt.want)
 		})
@@ -296,15 +307,23 @@ func TestSharing(t *testing.T) {
 			"20.0.10.1|satisfied|"},
 		{"Local, requested IP, no selector", mkSvc("example/a", 0, key("k"), etpLocal(map[string]string{"app": "x"})),
 			mkSvc("example/b", 1, key("k"), ports(80), etpLocal(nil), annotate(tables.AnnotationIPs, "20.0.10.0")),
-			"|already_allocated_incompatible_service|The requested IP '20.0.10.0' is shared with service 'example/a', which is incompatible: externalTrafficPolicy Local needs a pod selector, and service 'example/b' has none"},
+			"|already_allocated_incompatible_service|The IP '20.0.10.0' is already allocated to an incompatible service. Reason: ExternalTrafficPolicy local but a service has no selector"},
 		{"Local, requested IP, permit not a boolean", mkSvc("example/a", 0, key("k"), permit("true"), etpLocal(map[string]string{"app": "x"})),
 			mkSvc("example/b", 1, key("k"), ports(80), permit("yes please"), etpLocal(map[string]string{"app": "y"}), annotate(tables.AnnotationIPs, "20.0.10.0")),
-			"|already_allocated_incompatible_service|The requested IP '20.0.10.0' is shared with service 'example/a', which is incompatible: " +
-				"externalTrafficPolicy Local needs the same pod selector as service 'example/a', or lbipam.cilium.io/sharing-permit-different-pods: \"true\" on both (service 'example/b' has \"yes please\", not a boolean)"},
+			"|already_allocated_incompatible_service|The IP '20.0.10.0' is already allocated to an incompatible service. " +
+				"Reason: ExternalTrafficPolicy local but selecting different set of pods without lbipam.cilium.io/sharing-permit-different-pods on both services"},
 		{"requested IP joins the key's set", mkSvc("example/a", 0, key("k")), mkSvc("example/b", 1, key("k"), ports(80), annotate(tables.AnnotationIPs, "20.0.10.0")),
 			"20.0.10.0|satisfied|"},
 		{"requested IP, incompatible", mkSvc("example/a", 0, key("k")), mkSvc("example/b", 1, key("k"), annotate(tables.AnnotationIPs, "20.0.10.0")),
-			"|already_allocated_incompatible_service|The requested IP '20.0.10.0' is shared with service 'example/a', which is incompatible: port 1234/TCP is also used by service 'example/a'"},
+			"|already_allocated_incompatible_service|The IP '20.0.10.0' is already allocated to an incompatible service. Reason: same port and protocol"},
+		{"requested IP, other namespace not permitted", mkSvc("ns1/a", 0, key("k"), cross("*")), mkSvc("ns2/b", 1, key("k"), ports(80), annotate(tables.AnnotationIPs, "20.0.10.0")),
+			"|already_allocated_incompatible_service|The IP '20.0.10.0' is already allocated to an incompatible service. Reason: different and not permitted namespace"},
+		{"requested IP, traffic policy differs", mkSvc("example/a", 0, key("k")), mkSvc("example/b", 1, key("k"), ports(80), etpLocal(map[string]string{"app": "x"}), annotate(tables.AnnotationIPs, "20.0.10.0")),
+			"|already_allocated_incompatible_service|The IP '20.0.10.0' is already allocated to an incompatible service. Reason: different ExternalTrafficPolicy"},
+		// Cilium checks the ports before the traffic policy, and names the
+		// first rule broken.
+		{"requested IP, port and traffic policy both differ", mkSvc("example/a", 0, key("k")), mkSvc("example/b", 1, key("k"), etpLocal(map[string]string{"app": "x"}), annotate(tables.AnnotationIPs, "20.0.10.0")),
+			"|already_allocated_incompatible_service|The IP '20.0.10.0' is already allocated to an incompatible service. Reason: same port and protocol"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -391,7 +410,7 @@ func TestPreferDualStackPartial(t *testing.T) {
 	w := newWorld(t)
 	w.e.UpsertPool(mkPool("p", 0, []string{"20.0.10.0/24"}))
 	w.e.UpsertService(mkSvc("a/s", 0, policy(corev1.IPFamilyPolicyPreferDualStack)))
-	w.expect("a/s", "20.0.10.0|no_pool|There are no enabled CiliumLoadBalancerIPPools that match this service with IPv6 addresses")
+	w.expect("a/s", "20.0.10.0|no_pool|There are no enabled CiliumLoadBalancerIPPools that match this service")
 }
 
 func TestResponsibility(t *testing.T) {
@@ -434,7 +453,7 @@ func TestOutOfIPsThenFreed(t *testing.T) {
 	w.e.UpsertService(mkSvc("a/one", 0))
 	w.e.UpsertService(mkSvc("a/two", 1))
 	w.expect("a/one", "20.0.10.0|satisfied|")
-	w.expect("a/two", "|out_of_ips|All IP Pools that match this service are out of IPv4 addresses: 'tiny'")
+	w.expect("a/two", "|out_of_ips|All enabled CiliumLoadBalancerIPPools that match this service ran out of allocatable IPs")
 	w.e.DeleteService("a/one")
 	w.expect("a/two", "20.0.10.0|satisfied|")
 }
@@ -461,7 +480,7 @@ func TestPoolEdits(t *testing.T) {
 	w.expect("a/first", "20.0.10.0|satisfied|")
 	// Removing the block of a/second releases its IP (with a reason).
 	w.e.UpsertPool(mkPool("p", 0, []string{"20.0.10.0/24"}, noFirstLast))
-	w.expect("a/second", "|no_pool|There are no CiliumLoadBalancerIPPools that contain the requested IP '20.0.20.5'")
+	w.expect("a/second", "|no_pool|No pool exists with a CIDR containing '20.0.20.5'")
 	if r := w.e.svcs["a/second"].decision.Released; len(r) != 1 || r[0].Reason != "the IP Pool or block it came from was removed" {
 		t.Fatalf("released: %+v", r)
 	}
@@ -513,7 +532,7 @@ func TestRestoreKeepsEveryIP(t *testing.T) {
 	e.Evaluate()
 	w := &world{t: t, e: e}
 	w.expect("a/orig", "10.0.0.7|satisfied|")
-	w.expect("a/dual", "10.9.9.9|no_pool|There are no enabled CiliumLoadBalancerIPPools that match this service with IPv6 addresses")
+	w.expect("a/dual", "10.9.9.9|no_pool|There are no enabled CiliumLoadBalancerIPPools that match this service")
 	w.expect("a/dup", "10.0.0.0|satisfied|")
 	w.expect("a/gone", "10.0.0.1|satisfied|")
 	w.expect("a/new", "10.0.0.2|satisfied|")

@@ -231,7 +231,7 @@ func (e *Engine) validateHeld(s *svcState, want []family, policyFailed bool) {
 					continue
 				}
 				if ok, reason := canShare(row, u.row); !ok {
-					why = "the IP can no longer be shared: " + reason
+					why = "the IP can no longer be shared: " + reason.detail
 					break
 				}
 			}
@@ -351,15 +351,16 @@ func (e *Engine) allocateNew(s *svcState, f family) (reason, message string) {
 			withFamily = append(withFamily, p.row.Name)
 		}
 	}
+	// Cilium's messages, family-blind as Cilium's are: a pool without a
+	// block of the family is as if it did not match (herald-dbg explain
+	// says which pool lacks what).
 	switch {
 	case len(usable) == 0 && len(reserved) > 0:
 		return tables.ReasonNoPool, reservedMessage(reserved)
-	case len(usable) == 0:
-		return tables.ReasonNoPool, tables.MessageNoPool
 	case len(withFamily) == 0:
-		return tables.ReasonNoPool, fmt.Sprintf("%s with %s addresses", tables.MessageNoPool, f)
+		return tables.ReasonNoPool, tables.MessageNoPool
 	}
-	return tables.ReasonOutOfIPs, fmt.Sprintf("All IP Pools that match this service are out of %s addresses: %s", f, quoteJoin(withFamily))
+	return tables.ReasonOutOfIPs, tables.MessageOutOfIPs
 }
 
 func quoteJoin(names []string) string {

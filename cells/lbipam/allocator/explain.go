@@ -60,6 +60,7 @@ func (e *Engine) Explain(key string) []string {
 	want, request := e.explainRequest(svc)
 	out = append(out, request...)
 	out = append(out, e.explainDecision(s)...)
+	out = append(out, e.explainRequested(s)...)
 	for _, p := range e.choiceOrder {
 		out = append(out, fmt.Sprintf("Pool %s%s: %s", p.row.Name, priorityNote(p), e.poolVerdict(p, svc, want)))
 	}
@@ -157,7 +158,7 @@ func (e *Engine) explainSharing(s *svcState) []string {
 			continue
 		}
 		if ok, why := canShare(s.row, o.row); !ok {
-			out = append(out, fmt.Sprintf("Sharing: cannot share with %s: %s.", o.row.Key(), why))
+			out = append(out, fmt.Sprintf("Sharing: cannot share with %s: %s.", o.row.Key(), why.detail))
 		}
 	}
 	return out

@@ -23,7 +23,7 @@ func TestExplain(t *testing.T) {
 	want := []string{
 		"Handled by LB IPAM (type LoadBalancer, loadBalancerClass unset).",
 		"Families: ipFamilyPolicy SingleStack (unset) asks for one IPv4 address.",
-		"Decision: pending, reason out_of_ips: All IP Pools that match this service are out of IPv4 addresses: 'tiny'",
+		"Decision: pending, reason out_of_ips: All enabled CiliumLoadBalancerIPPools that match this service ran out of allocatable IPs",
 		"Pool blue-pool: skipped, its serviceSelector color=blue does not match the Service (labels color=green,io.kubernetes.service.name=service-green,io.kubernetes.service.namespace=example).",
 		"Pool off: selects the Service but is disabled: it keeps what it gave, and gives nothing new.",
 		"Pool tiny: selects the Service and is out of IPv4 addresses.",
@@ -33,6 +33,24 @@ func TestExplain(t *testing.T) {
 	}
 	if got := e.Explain("a/holder"); !slices.Contains(got, "Decision: satisfied with 20.0.40.1 from pool tiny.") {
 		t.Fatalf("holder: %q", got)
+	}
+	// The condition names neither the pool nor the holder of a requested
+	// IP (Cilium's words); explain does.
+	e = Simulate(Families{IPv4: true}, Responsibility{DefaultIPAM: true}, pools, []*tables.Service{
+		mkSvc("a/holder", 0),
+		mkSvc("example/asks", 1, annotate(tables.AnnotationIPs, "20.0.40.1,20.0.30.7,20.0.10.7,99.0.0.1")),
+	})
+	got = e.Explain("example/asks")
+	for _, line := range []string{
+		"Decision: pending, reason already_allocated: The IP '20.0.40.1' is already allocated to another service",
+		"Requested IP 20.0.40.1: in IP Pool 'tiny'; held by a/holder.",
+		"Requested IP 20.0.30.7: in IP Pool 'off' (disabled).",
+		"Requested IP 20.0.10.7: in IP Pool 'blue-pool' (its serviceSelector does not match).",
+		"Requested IP 99.0.0.1: in no IP Pool.",
+	} {
+		if !slices.Contains(got, line) {
+			t.Errorf("explain lacks %q:\n%s", line, strings.Join(got, "\n"))
+		}
 	}
 	if got := e.Explain("nope/nope"); got[0] != "Service nope/nope is not known to the agent." {
 		t.Fatalf("unknown: %q", got)

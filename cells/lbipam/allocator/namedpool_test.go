@@ -41,7 +41,7 @@ func TestNamedPool(t *testing.T) {
 	w.expect("a/full1", "198.18.1.2|satisfied|")
 	w.expect("a/full2", "198.18.1.3|satisfied|")
 	w.e.UpsertService(mkSvc("a/full3", 7, annotate(tables.AnnotationMetalLBPool, "blue")))
-	w.expect("a/full3", "|out_of_ips|All IP Pools that match this service are out of IPv4 addresses: 'blue'")
+	w.expect("a/full3", "|out_of_ips|All enabled CiliumLoadBalancerIPPools that match this service ran out of allocatable IPs")
 }
 
 func TestNamedPoolSelectorStillApplies(t *testing.T) {
