@@ -337,6 +337,67 @@ func TestSharing(t *testing.T) {
 	}
 }
 
+// Joining an address in use is no new allocation: a Service joins its
+// sharing key's address in a disabled or conflicting pool (as Cilium's
+// sharing-key path does), by key or by request, while the sharing rules
+// still apply and nothing new comes from such a pool.
+func TestSharingJoinsAddressOfPoolGivingNothingNew(t *testing.T) {
+	key := annotate(tables.AnnotationSharingKey, "k")
+	red := label("color", "red")
+	wants := map[string]string{
+		"example/by-key":      "20.0.10.0|satisfied|",
+		"example/by-request":  "20.0.10.0|satisfied|",
+		"example/clash":       "|no_pool|There are no enabled CiliumLoadBalancerIPPools that match this service",
+		"example/clash-asks":  "|already_allocated_incompatible_service|The IP '20.0.10.0' is already allocated to an incompatible service. Reason: same port and protocol",
+		"example/no-key-asks": "|already_allocated|The IP '20.0.10.0' is already allocated to another service",
+	}
+	joiners := []*tables.Service{
+		mkSvc("example/by-key", 1, key, red, ports(81)),
+		mkSvc("example/by-request", 2, key, red, ports(82), annotate(tables.AnnotationIPs, "20.0.10.0")),
+		mkSvc("example/clash", 3, key, red, ports(80)),
+		mkSvc("example/clash-asks", 4, key, red, ports(80), annotate(tables.AnnotationIPs, "20.0.10.0")),
+		mkSvc("example/no-key-asks", 5, red, ports(84), annotate(tables.AnnotationIPs, "20.0.10.0")),
+		mkSvc("example/free-address", 6, key, red, ports(85), annotate(tables.AnnotationIPs, "20.0.10.9")),
+	}
+	tests := []struct {
+		name string
+		// stop makes red-pool, which gave 20.0.10.0, give nothing new.
+		stop func(w *world)
+		// wantFree is the answer to a free address of red-pool: no new one.
+		wantFree string
+	}{
+		{"disabled", func(w *world) {
+			w.e.UpsertPool(mkPool("red-pool", 1, []string{"20.0.10.0/24"}, selecting("color", "red"), disabled))
+		}, "|no_pool|No pool exists with a CIDR containing '20.0.10.9'"},
+		// An older pool grows over red-pool's block: red-pool conflicts. It
+		// selects other Services, so red-pool still backs the address.
+		{"conflicting", func(w *world) {
+			w.e.UpsertPool(mkPool("blue-pool", 0, []string{"20.0.20.0/24", "20.0.10.0/24"}, selecting("color", "blue")))
+		}, "|pool_selector_mismatch|The pool with the CIDR containing '20.0.10.9', doesn't select this service"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.e.UpsertPool(mkPool("blue-pool", 0, []string{"20.0.20.0/24"}, selecting("color", "blue")))
+			w.e.UpsertPool(mkPool("red-pool", 1, []string{"20.0.10.0/24"}, selecting("color", "red")))
+			w.e.UpsertService(mkSvc("example/first", 0, key, red, ports(80)))
+			w.expect("example/first", "20.0.10.0|satisfied|")
+			tt.stop(w)
+			w.expect("example/first", "20.0.10.0|satisfied|")
+			for _, j := range joiners {
+				w.e.UpsertService(j)
+			}
+			for _, j := range joiners {
+				want, ok := wants[j.Key()]
+				if !ok {
+					want = tt.wantFree
+				}
+				w.expect(j.Key(), want)
+			}
+		})
+	}
+}
+
 func TestSharingServiceMovesWhenPortsCollide(t *testing.T) {
 	w := newWorld(t)
 	w.e.UpsertPool(mkPool("p", 0, []string{"20.0.10.0/24"}))

@@ -285,7 +285,9 @@ func (e *Engine) fillFamilies(s *svcState, want []family) (reason, message strin
 }
 
 // joinShared looks for an address of family f held under the Service's
-// sharing key that it may share, oldest first.
+// sharing key that it may share, oldest first. Joining takes nothing new
+// from a pool, so the address may come from a disabled or conflicting one
+// (as in Cilium): those keep what they gave, and what they gave is shared.
 func (e *Engine) joinShared(s *svcState, f family) bool {
 	k := s.row.Annotations.SharingKey
 	if k == "" {
@@ -312,7 +314,7 @@ func (e *Engine) joinShared(s *svcState, f family) bool {
 	})
 	for _, a := range candidates {
 		p := e.poolFor(a, s.row)
-		if p == nil || !p.usable() || !e.mayJoin(s.row, e.ips[a]) {
+		if p == nil || !e.mayJoin(s.row, e.ips[a]) {
 			continue
 		}
 		e.hold(s, a, p.row.Name)

@@ -72,13 +72,14 @@ func poolProblem(row *tables.Service, a netip.Addr, placed, containing, selectin
 	return "", ""
 }
 
-// joinRequested adds the Service to the holders of an address in use.
-// Without a sharing key the Service may not join anyone.
+// joinRequested adds the Service to the holders of an address in use. It
+// takes nothing new from a pool, so the pool may be disabled or
+// conflicting: those keep what they gave, and what they gave may be
+// shared. Without a sharing key the Service may not join anyone.
 func (e *Engine) joinRequested(s *svcState, a netip.Addr, use *ipUse) (reason, message string) {
 	row := s.row
-	placed, _ := e.requestedPools(row, a, false)
-	containing, selecting := e.requestedPools(row, a, true)
-	if r, m := poolProblem(row, a, placed, containing, selecting); r != "" {
+	containing, selecting := e.requestedPools(row, a, false)
+	if r, m := poolProblem(row, a, containing, containing, selecting); r != "" {
 		return r, m
 	}
 	for _, u := range sortedUsers(use) {
