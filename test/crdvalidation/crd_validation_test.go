@@ -114,6 +114,9 @@ var acceptedCases = []struct {
 	{"selector-expression-at-limits", matchExpression(longestKey, metav1.LabelSelectorOpIn, longestValue, "", "A-b_c.9")},
 	{"selector-64-expressions", matchExpressions(manyRequirements(64)...)},
 	{"selector-64-labels", matchLabels(manyLabels(64))},
+	// Blocks are optional, as in Cilium's CRD: such a pool gives nothing.
+	{"no-blocks", spec{}},
+	{"no-blocks-with-selector", spec{ServiceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"color": "blue"}}}},
 	{"disabled-no-first-last", spec{
 		Blocks:            []block{cidr("20.0.10.0/24")},
 		AllowFirstLastIPs: v2alpha1.AllowFirstLastIPNo,
@@ -168,8 +171,6 @@ var rejectedCases = []struct {
 		[]string{"spec.blocks[0]", "a block must set exactly one of cidr or start"}},
 	{"cidr-and-stop", blocks(block{Cidr: "10.0.10.0/24", Stop: "10.0.10.1"}),
 		[]string{"spec.blocks[0]", "stop is only allowed together with start"}},
-	{"no-blocks", spec{Blocks: []block{}},
-		[]string{"spec.blocks", "should have at least 1 items"}},
 	{"allow-first-last-maybe", spec{Blocks: []block{cidr("10.0.10.0/24")}, AllowFirstLastIPs: "Maybe"},
 		[]string{"spec.allowFirstLastIPs", `Unsupported value: "Maybe"`}},
 	{"selector-notin-no-values", selector(metav1.LabelSelectorOpNotIn),

@@ -349,3 +349,25 @@ spec:
 		t.Errorf("pool conditions:\n have %q\n want %q", out, want)
 	}
 }
+
+// A pool without blocks is valid, as in Cilium's CRD: it counts nothing
+// and gives nothing, and Services it selects stay pending.
+func TestPoolWithoutBlocks(t *testing.T) {
+	startAgent(t, "node-a")
+	s := newScenario(t)
+
+	s.apply(`
+apiVersion: "cilium.io/v2alpha1"
+kind: CiliumLoadBalancerIPPool
+metadata:
+  name: "empty-pool"
+spec:
+  serviceSelector:
+    matchLabels:
+      color: blue
+`)
+	s.waitPoolCondition("empty-pool", tables.ConditionPoolConflict, metav1.ConditionFalse, tables.ReasonResolved, "")
+	s.waitPoolCounts("empty-pool", "0", "0", "0")
+	s.apply(serviceYAML("service-blue", map[string]string{"color": "blue"}, nil))
+	s.waitPending("service-blue", tables.ReasonNoPool, tables.MessageNoPool)
+}

@@ -75,13 +75,16 @@ type CiliumLoadBalancerIPPoolSpec struct {
 	// may have; without it the estimate assumes a 3 MB request full of blocks.
 	// A pool needing more blocks can use CIDRs, or be split in two.
 	//
-	// +kubebuilder:validation:Required
-	// +kubebuilder:validation:MinItems=1
+	// Optional, as in Cilium's CRD: a pool without blocks (e.g. one whose
+	// blocks a tool fills in later) is valid there, so a manifest that
+	// Cilium accepts applies here too. Such a pool hands out nothing.
+	//
+	// +kubebuilder:validation:Optional
 	// +kubebuilder:validation:MaxItems=256
 	// +listType=atomic
 
 	// Blocks are the CIDRs and IP ranges the pool allocates from.
-	Blocks []CiliumLoadBalancerIPPoolIPBlock `json:"blocks"`
+	Blocks []CiliumLoadBalancerIPPoolIPBlock `json:"blocks,omitempty"`
 
 	// +kubebuilder:validation:Optional
 	// +kubebuilder:default=false

@@ -3,6 +3,7 @@ package allocator
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -195,6 +196,31 @@ func TestCounts(t *testing.T) {
 	w.e.UpsertPool(mkPool("blue-pool", 0, []string{"10.0.10.0/24", "20.0.20.100-20.0.20.200"}, noFirstLast))
 	if st := w.pool("blue-pool"); st.Total != "355" { // 254 + 101: ranges keep their ends
 		t.Fatalf("%+v", st)
+	}
+}
+
+// A pool without blocks (valid, as in Cilium's CRD) counts nothing, gives
+// nothing and conflicts with nothing; it still wakes LB IPAM up, as any
+// pool does in Cilium.
+func TestPoolWithoutBlocks(t *testing.T) {
+	w := newWorld(t)
+	w.e.UpsertService(mkSvc("a/any", 0))
+	w.e.UpsertService(mkSvc("a/asks", 1, annotate(tables.AnnotationIPs, "20.0.10.1"), annotate(tables.AnnotationSharingKey, "k")))
+	w.e.UpsertPool(mkPool("empty", 0, nil))
+	if st := w.pool("empty"); st.Total != "0" || st.Available != "0" || st.Used != "0" || st.Conflicting {
+		t.Fatalf("status %+v", st)
+	}
+	w.expect("a/any", "|no_pool|There are no enabled CiliumLoadBalancerIPPools that match this service")
+	w.expect("a/asks", "|no_pool|No pool exists with a CIDR containing '20.0.10.1'")
+	// Next to a pool with blocks it changes nothing.
+	w.e.UpsertPool(mkPool("p", 1, []string{"20.0.10.0/24"}))
+	w.expect("a/any", "20.0.10.0|satisfied|")
+	w.expect("a/asks", "20.0.10.1|satisfied|")
+	if st := w.pool("empty"); st.Total != "0" || st.Conflicting {
+		t.Fatalf("status %+v", st)
+	}
+	if got := w.e.Explain("a/any"); !slices.Contains(got, "Pool empty: selects the Service and has no IPv4 block.") {
+		t.Fatalf("explain: %q", got)
 	}
 }
 
