@@ -265,6 +265,10 @@ spec:
 	if rows := waitSettled(t, a, s.ns, 1, timeout); len(rows[0].IPs) != 1 || rows[0].IPs[0].Pool != "blue-pool" {
 		t.Errorf("service-blue's IP should come from blue-pool: %+v", rows[0].IPs)
 	}
+	// Each pool counts only what it backs, as in Cilium; the address is
+	// available in neither, so no pool can hand it out twice.
+	s.waitPoolCounts("blue-pool", "256", "255", "1")
+	s.waitPoolCounts("red-pool", "256", "255", "0")
 
 	s.deletePool("blue-pool")
 	s.waitPoolCondition("red-pool", tables.ConditionPoolConflict, metav1.ConditionFalse, tables.ReasonResolved, "")

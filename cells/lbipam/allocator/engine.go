@@ -19,7 +19,8 @@ import (
 //     than one only when every pair of them may share (canShare);
 //   - an address in use is marked in the range of every block that contains
 //     it, whichever pool it was taken from, so overlapping (conflicting)
-//     pools never hand it out twice;
+//     pools never hand it out twice; only the pool that backs it counts it
+//     as used (poolcounts.go);
 //   - held addresses are only dropped by evaluating their Service: a pool
 //     edit never moves an address that is still valid for its Service.
 type Engine struct {
@@ -52,7 +53,9 @@ type poolState struct {
 	ranges []*iprange.Range // one per row.Blocks entry
 	// conflict is the PoolConflict message; empty when not conflicting.
 	conflict string
-	status   *tables.LBPoolStatus // last emitted
+	// used counts the addresses the pool backs (poolcounts.go).
+	used   uint64
+	status *tables.LBPoolStatus // last emitted
 }
 
 // usable reports whether new addresses may come from the pool.
@@ -120,6 +123,7 @@ func (e *Engine) UpsertPool(row *tables.LBPool) {
 		}
 	}
 	e.pools[row.Name] = p
+	e.recountBacked(p)
 	e.reorderPools()
 	e.poolsChanged()
 }
@@ -271,11 +275,21 @@ func (e *Engine) hold(s *svcState, a netip.Addr, pool string) {
 		use.users = append(use.users, s)
 	}
 	s.held = append(s.held, tables.AllocatedIP{Addr: a, Pool: pool})
+	e.countBacked(a, pool, 1)
 }
 
 // drop removes the Service from the address's users; the last user frees it.
 func (e *Engine) drop(s *svcState, a netip.Addr) {
-	s.held = slices.DeleteFunc(s.held, func(h tables.AllocatedIP) bool { return h.Addr == a })
+	var pools []string
+	s.held = slices.DeleteFunc(s.held, func(h tables.AllocatedIP) bool {
+		if h.Addr == a {
+			pools = append(pools, h.Pool)
+		}
+		return h.Addr == a
+	})
+	for _, pool := range pools {
+		e.countBacked(a, pool, -1)
+	}
 	use := e.ips[a]
 	if use == nil {
 		return

@@ -244,10 +244,14 @@ func (e *Engine) validateHeld(s *svcState, want []family, policyFailed bool) {
 	}
 }
 
+// setPool records which pool backs a held address now (another, when the
+// one it came from was deleted or an older pool took over its block).
 func (e *Engine) setPool(s *svcState, a netip.Addr, pool string) {
 	for i := range s.held {
-		if s.held[i].Addr == a {
+		if old := s.held[i].Pool; s.held[i].Addr == a && old != pool {
 			s.held[i].Pool = pool
+			e.countBacked(a, old, -1)
+			e.countBacked(a, pool, 1)
 		}
 	}
 }

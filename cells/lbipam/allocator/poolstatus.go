@@ -6,14 +6,15 @@ import (
 	"github.com/heraldlb/herald/tables"
 )
 
-// poolStatus computes the status a pool should show.
+// poolStatus computes the status a pool should show. Available counts
+// what the pool could still hand out: an address another pool backs in an
+// overlapping block is not available here either, though only that pool
+// counts it as used (poolcounts.go).
 func (p *poolState) computeStatus() *tables.LBPoolStatus {
 	total, avail := new(big.Int), new(big.Int)
-	var used uint64
 	for _, r := range p.ranges {
 		total.Add(total, r.Total())
 		avail.Add(avail, r.Available())
-		used += r.Used()
 	}
 	return &tables.LBPoolStatus{
 		Name:               p.row.Name,
@@ -22,7 +23,7 @@ func (p *poolState) computeStatus() *tables.LBPoolStatus {
 		ConflictMessage:    p.conflict,
 		Total:              total.String(),
 		Available:          avail.String(),
-		Used:               new(big.Int).SetUint64(used).String(),
+		Used:               new(big.Int).SetUint64(p.used).String(),
 		SelectorError:      p.row.SelectorError,
 		BlockErrors:        p.row.BlockErrors,
 		ChoiceError:        p.row.Choice.Error,
