@@ -1,7 +1,6 @@
 package nodeipam
 
 import (
-	"fmt"
 	"net/netip"
 	"slices"
 	"sort"
@@ -196,18 +195,6 @@ func (s *state) keep(cs []tables.PoolCIDRs) {
 			}
 		}
 	}
-}
-
-// ready reports whether an ADD into the default pool can succeed without
-// waiting: the node has a CIDR of it, with room, in every family.
-func (s *state) ready() (bool, string) {
-	for _, f := range s.families {
-		pf := poolFamily{tables.DefaultPodIPPool, f}
-		if !slices.ContainsFunc(s.order[pf], func(p netip.Prefix) bool { return s.cidrs[p] != nil && s.cidrs[p].servesNew() }) {
-			return false, fmt.Sprintf("this node has no %s CIDR of the pool %q yet", f, tables.DefaultPodIPPool)
-		}
-	}
-	return true, ""
 }
 
 func addPoolCIDR(out []tables.PoolCIDRs, pool string, p netip.Prefix) []tables.PoolCIDRs {

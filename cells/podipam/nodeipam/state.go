@@ -72,6 +72,10 @@ type state struct {
 	// removed are CIDRs that left the node since takeRemoved was last
 	// called: their gateways go.
 	removed []netip.Prefix
+	// synced: the node's CIDRs are those its CiliumNode lists (setCIDRs
+	// ran once); before that the node knows neither its CIDRs nor its
+	// pools. becameReady: ready() said yes once (ready.go).
+	synced, becameReady bool
 }
 
 // takeRemoved returns the CIDRs that left the node since the last call.
@@ -198,6 +202,7 @@ func (s *state) setCIDRs(allocated []tables.PoolCIDRs) (gone []string) {
 		}
 	}
 	s.adoptOrphans()
+	s.synced = true
 	s.notify()
 	sort.Strings(gone)
 	return gone

@@ -216,17 +216,6 @@ func TestGC(t *testing.T) {
 	}
 }
 
-func TestReady(t *testing.T) {
-	s, _, _ := newTestState(tables.IPv4)
-	if ok, msg := s.ready(); ok || msg != `this node has no IPv4 CIDR of the pool "default" yet` {
-		t.Fatalf("ready = %v %q", ok, msg)
-	}
-	s.setCIDRs([]tables.PoolCIDRs{alloc("default", "198.18.100.0/24")})
-	if ok, _ := s.ready(); !ok {
-		t.Fatal("not ready with a default CIDR")
-	}
-}
-
 // A DEL that arrives before the node's CIDRs are known again (a queued DEL
 // replayed at start) releases the journaled address all the same.
 func TestDelOfRestoredBeforeCIDRsKnown(t *testing.T) {
