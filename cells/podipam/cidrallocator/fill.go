@@ -1,0 +1,112 @@
+package cidrallocator
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/heraldlb/herald/tables"
+)
+
+// Giving a node CIDRs of a pool: as many as cover what it asks for, each
+// the first free one of the pool's maskSize.
+
+// fill gives the node CIDRs of the pool until their usable addresses cover
+// its demand, in each family. It returns what it could not do.
+func (e *Engine) fill(n *nodeState, dem tables.PoolDemand) (errs []string) {
+	p := e.pools[dem.Pool]
+	for _, f := range []tables.Family{tables.IPv4, tables.IPv6} {
+		need := dem.Of(f)
+		if need <= 0 {
+			continue
+		}
+		if p != nil {
+			delete(p.exhausted, n.name)
+		}
+		switch {
+		case p == nil:
+			return append(errs, fmt.Sprintf("pool %q does not exist", dem.Pool))
+		case p.row.Family(f) == nil:
+			errs = append(errs, fmt.Sprintf("pool %q has no %s CIDRs", dem.Pool, f))
+			continue
+		}
+		// Only CIDRs still in the pool count: a removed one drains (its
+		// node hands out nothing more from it), so the node needs room
+		// elsewhere.
+		have := uint64(0)
+		for _, c := range n.holdingsOf(dem.Pool, f) {
+			if inPool(p.row.Family(f), c) {
+				have += tables.PodCIDRUsable(c, usableLimit)
+			}
+		}
+		for have < uint64(need) {
+			var (
+				cause  tables.ShortfallCause
+				detail string
+				c      netip.Prefix
+				ok     bool
+			)
+			switch {
+			case p.row.Deleting:
+				cause = tables.ShortfallDeleting
+			case p.conflict != "":
+				cause, detail = tables.ShortfallConflict, p.conflict
+			default:
+				if c, ok = e.nextFree(p, f); !ok {
+					cause = tables.ShortfallExhausted
+					detail = fmt.Sprintf("no free /%d is left in its %s CIDRs", p.row.Family(f).MaskSize, f)
+					p.exhausted[n.name] = fmt.Sprintf("%s needs %d %s addresses, has %d", n.name, need, f, have)
+				}
+			}
+			if cause != "" {
+				errs = append(errs, tables.NewPodCIDRShortfall(dem.Pool, f, cause, detail, uint64(need), have).String())
+				break
+			}
+			h := holding{prefix: c, node: n.name, pool: dem.Pool}
+			n.pending = append(n.pending, h)
+			n.current = append(n.current, h)
+			e.held.add(h)
+			have += tables.PodCIDRUsable(c, usableLimit)
+		}
+	}
+	return errs
+}
+
+// nextFree returns the first CIDR of the pool's mask size, in the order of
+// the pool's CIDRs, that no node holds any part of.
+func (e *Engine) nextFree(p *poolState, f tables.Family) (netip.Prefix, bool) {
+	fam := p.row.Family(f)
+	for _, parent := range fam.CIDRs {
+		if fam.MaskSize < parent.Bits() {
+			continue
+		}
+		c := netip.PrefixFrom(parent.Addr(), fam.MaskSize).Masked()
+		for parent.Contains(c.Addr()) {
+			over := e.held.overlapping(c)
+			for q := range e.quarantine {
+				if tables.PrefixesOverlap(q, c) {
+					over = append(over, holding{prefix: q})
+				}
+			}
+			if len(over) == 0 {
+				return c, true
+			}
+			// Jump past the largest overlapping holding (or quarantined
+			// CIDR).
+			end := c
+			for _, o := range over {
+				if o.prefix.Bits() < end.Bits() || (o.prefix.Bits() == end.Bits() && end.Addr().Less(o.prefix.Addr())) {
+					end = o.prefix
+				}
+			}
+			_, last := tables.PrefixRange(end)
+			if !last.Next().IsValid() {
+				break
+			}
+			c = netip.PrefixFrom(last.Next(), fam.MaskSize).Masked()
+			if c.Addr().Less(last) { // wrapped
+				break
+			}
+		}
+	}
+	return netip.Prefix{}, false
+}
