@@ -74,6 +74,41 @@ func PodCIDRUsable(p netip.Prefix, limit uint64) uint64 {
 	return limit
 }
 
+// PodCIDRMaskSizeProblem says why node CIDRs of a pool's maskSize can hold
+// no pod at all ("" when they can, or when mask is out of the family's
+// range, which the spec check reports): IPv4 /31 and /32, IPv6 /127 and
+// /128. Cilium's CRD accepts these, and so does Herald's, so that a
+// manifest valid for Cilium still applies; the allocator then hands out
+// nothing of that family of the pool, rather than CIDRs that add nothing.
+// The text names the maskSize and the reason, for the pool's condition
+// and the node's operator-status; it holds no "; " (both are joined with
+// it).
+func PodCIDRMaskSizeProblem(f Family, mask int) string {
+	bits, reserved, longest := 32, "the network address, the gateway (the node's address on the pods' bridge) and the broadcast address", 30
+	if f == IPv6 {
+		bits, reserved, longest = 128, "the first address (subnet-router anycast) and the gateway (the node's address on the pods' bridge)", 126
+	}
+	if mask < 1 || mask > bits {
+		return ""
+	}
+	if PodCIDRUsable(netip.PrefixFrom(zeroAddr(f), mask), 1) > 0 {
+		return ""
+	}
+	size := "1 address"
+	if mask < bits {
+		size = "2 addresses"
+	}
+	return fmt.Sprintf("/%d leaves no address for pods: a node CIDR of that size has %s, and Herald reserves %s of each. /%d is the longest %s maskSize Herald serves",
+		mask, size, reserved, longest, f)
+}
+
+func zeroAddr(f Family) netip.Addr {
+	if f == IPv6 {
+		return netip.IPv6Unspecified()
+	}
+	return netip.IPv4Unspecified()
+}
+
 // PrefixCount is the number of prefixes of length bits inside p, as a
 // decimal string (IPv6 counts exceed 64 bits).
 func PrefixCount(p netip.Prefix, bits int) string {
@@ -96,6 +131,7 @@ const (
 	ShortfallExhausted ShortfallCause = "exhausted" // no free CIDR is left in the pool
 	ShortfallConflict  ShortfallCause = "conflict"  // the pool overlaps an older one
 	ShortfallDeleting  ShortfallCause = "deleting"  // the pool is being deleted
+	ShortfallMaskSize  ShortfallCause = "maskSize"  // its node CIDRs hold no pod (PodCIDRMaskSizeProblem)
 )
 
 // PodCIDRShortfall is one pool and family the allocator could not fill for
@@ -125,11 +161,12 @@ func (s PodCIDRShortfall) String() string {
 const (
 	shortfallDeletingDetail = "the pool is being deleted"
 	shortfallConflictDetail = "the pool conflicts with another one"
+	shortfallMaskSizeDetail = "its maskSize "
 )
 
 // NewPodCIDRShortfall builds a shortfall. detail is, for exhaustion, the
-// whole reason; for a conflict, the conflict's message; a deletion needs
-// none.
+// whole reason; for a conflict, the conflict's message; for a maskSize,
+// PodCIDRMaskSizeProblem's; a deletion needs none.
 func NewPodCIDRShortfall(pool string, f Family, cause ShortfallCause, detail string, requested, available uint64) PodCIDRShortfall {
 	s := PodCIDRShortfall{Pool: pool, Family: f, Cause: cause, Detail: detail, Requested: requested, Available: available}
 	switch cause {
@@ -137,6 +174,8 @@ func NewPodCIDRShortfall(pool string, f Family, cause ShortfallCause, detail str
 		s.Detail = shortfallDeletingDetail
 	case ShortfallConflict:
 		s.Detail = shortfallConflictDetail + " (" + detail + ")"
+	case ShortfallMaskSize:
+		s.Detail = shortfallMaskSizeDetail + detail
 	}
 	return s
 }
@@ -167,6 +206,8 @@ func ParsePodCIDRShortfalls(operatorError string) []PodCIDRShortfall {
 			s.Cause = ShortfallDeleting
 		case strings.HasPrefix(m[3], shortfallConflictDetail):
 			s.Cause = ShortfallConflict
+		case strings.HasPrefix(m[3], shortfallMaskSizeDetail):
+			s.Cause = ShortfallMaskSize
 		}
 		out = append(out, s)
 	}

@@ -112,6 +112,9 @@ func parsePodPoolFamily(f Family, cidrs []string, mask int, path string) (*PodPo
 	if mask < 1 || mask > bits {
 		errs = append(errs, fmt.Sprintf("%s.maskSize: %d is not between 1 and %d", path, mask, bits))
 	}
+	if why := PodCIDRMaskSizeProblem(f, mask); why != "" {
+		errs = append(errs, fmt.Sprintf("%s.maskSize: %s. Nothing is allocated from the pool's %s CIDRs", path, why, f))
+	}
 	for i, s := range cidrs {
 		p, err := netip.ParsePrefix(s)
 		switch {

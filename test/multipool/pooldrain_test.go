@@ -203,6 +203,31 @@ func TestUnservableAddAnsweredWithReason(t *testing.T) {
 	p.stop(t)
 }
 
+// TestMaskSizeWithoutPodAddresses: a pool whose maskSize leaves no
+// address for pods in a node CIDR (/32: Herald reserves the network
+// address, the gateway and the broadcast address of each) applies, as
+// under Cilium's CRD. The allocator hands none of its CIDRs out and says
+// why on the pool and in the node's operator-status; an ADD for it is
+// refused with that reason (CNI error 105) and an Event on the Pod.
+func TestMaskSizeWithoutPodAddresses(t *testing.T) {
+	logAgentsOnFailure(t)
+	const why = "maskSize /32 leaves no address for pods: a node CIDR of that size has 1 address, and Herald reserves the network address, the gateway"
+	createPool(t, "slash32", []string{"198.18.102.0/28"}, 32)
+	waitPoolCondition(t, "slash32", tables.ConditionPodPoolInvalidSpec, metav1.ConditionTrue, "spec.ipv4.maskSize: /32 leaves no address for pods")
+	ns := namespace(t, "slash32", v4pool("slash32"))
+	n := nodes[0]
+	p := newPod(t, n, ns, "p", nil)
+	addRefused(t, p, ipamv1.CodePoolMaskSize, `unable to allocate IPv4 CIDRs from pool "slash32": its `+why)
+	waitEvent(t, ns, "Pod", "p", nodeipam.EventPoolMaskSize, `pool "slash32"`)
+	waitOperatorError(t, n.name, func(msg string) bool { return strings.Contains(msg, `from pool "slash32": its `+why) })
+	for _, m := range nodes {
+		if got := allocatedOf(t, m, "slash32"); len(got) > 0 {
+			t.Fatalf("%s holds %v of pool slash32, want nothing", m.name, got)
+		}
+	}
+	p.stop(t)
+}
+
 // TestCiliumNodeDeletedUnderRunningAgent: a node's CiliumNode is deleted
 // while its agent runs and its pods use a CIDR (what happens when its Node
 // is deleted where kube-controller-manager runs). The agent creates it

@@ -135,4 +135,5 @@ const (
 	CodeBadAnnotation      = 102 // a pool annotation that cannot be used
 	CodePoolConflict       = 103 // no address left, and the pool overlaps an older one: it gets no CIDR
 	CodePoolDeleting       = 104 // the pool is being deleted: no new pod gets an address of it
+	CodePoolMaskSize       = 105 // no address left, and the pool's maskSize leaves no address for pods in a node CIDR
 )

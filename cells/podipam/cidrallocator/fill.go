@@ -11,7 +11,10 @@ import (
 // the first free one of the pool's maskSize.
 
 // fill gives the node CIDRs of the pool until their usable addresses cover
-// its demand, in each family. It returns what it could not do.
+// its demand, in each family. It returns what it could not do. Every CIDR
+// it adds holds at least one usable address (a maskSize whose CIDRs hold
+// none is refused): the loop ends, and one node never takes a whole pool
+// of CIDRs that add nothing.
 func (e *Engine) fill(n *nodeState, dem tables.PoolDemand) (errs []string) {
 	p := e.pools[dem.Pool]
 	for _, f := range []tables.Family{tables.IPv4, tables.IPv6} {
@@ -38,6 +41,7 @@ func (e *Engine) fill(n *nodeState, dem tables.PoolDemand) (errs []string) {
 				have += tables.PodCIDRUsable(c, usableLimit)
 			}
 		}
+		maskProblem := tables.PodCIDRMaskSizeProblem(f, p.row.Family(f).MaskSize)
 		for have < uint64(need) {
 			var (
 				cause  tables.ShortfallCause
@@ -50,6 +54,8 @@ func (e *Engine) fill(n *nodeState, dem tables.PoolDemand) (errs []string) {
 				cause = tables.ShortfallDeleting
 			case p.conflict != "":
 				cause, detail = tables.ShortfallConflict, p.conflict
+			case maskProblem != "":
+				cause, detail = tables.ShortfallMaskSize, maskProblem
 			default:
 				if c, ok = e.nextFree(p, f); !ok {
 					cause = tables.ShortfallExhausted

@@ -20,7 +20,8 @@ var errNoRoom = errors.New("no free address on this node")
 
 // shortfallError: the node has no free address in the pool and the
 // allocator already said it cannot give the node what it now asks for
-// (exhausted, conflicting or deleted pool). Waiting would not help.
+// (exhausted, conflicting or deleted pool, or one whose maskSize leaves
+// no address for pods). Waiting would not help.
 type shortfallError struct{ tables.PodCIDRShortfall }
 
 func (e *shortfallError) Error() string {

@@ -155,7 +155,10 @@ func (s *state) releasable(demand []tables.PoolDemand, settle time.Duration) []t
 			if c.emptySince.IsZero() || now.Sub(c.emptySince) < settle {
 				continue
 			}
-			if capacity-c.addrs.usable() < uint64(want[pf]) {
+			// A CIDR that holds no usable address (its pool's maskSize
+			// leaves none; the allocator no longer hands such CIDRs out)
+			// covers nothing: it goes once it settled.
+			if u := c.addrs.usable(); u > 0 && capacity-u < uint64(want[pf]) {
 				continue
 			}
 			capacity -= c.addrs.usable()

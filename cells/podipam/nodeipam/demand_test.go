@@ -1,6 +1,12 @@
 package nodeipam
 
-import "testing"
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/heraldlb/herald/tables"
+)
 
 func TestNeeded(t *testing.T) {
 	for _, tt := range []struct{ inUse, pending, pre, want int }{
@@ -31,5 +37,22 @@ func TestPreAllocation(t *testing.T) {
 		if _, err := (Config{IPAMMultiPoolPreAllocation: bad}).preAllocation(); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// TestReleasableHoldsNothing: an empty CIDR with no usable address (a /32
+// handed out before the allocator refused such maskSizes, or written by
+// hand) covers no demand: once settled it goes, even while the node holds
+// less than it asks for.
+func TestReleasableHoldsNothing(t *testing.T) {
+	s, _, clock := newTestState(tables.IPv4)
+	s.setPools(map[string]*tables.PodIPPool{"default": testPool("default", "198.18.0.0/15", ""), "tiny": {Name: "tiny",
+		IPv4: &tables.PodPoolFamily{CIDRs: []netip.Prefix{netip.MustParsePrefix("198.20.0.0/28")}, MaskSize: 32}}})
+	s.pre["tiny"] = 8
+	s.setCIDRs([]tables.PoolCIDRs{alloc("tiny", "198.20.0.0/32", "198.20.0.1/32")})
+	clock.t = clock.t.Add(time.Hour)
+	r := s.releasable(s.demand(), time.Minute)
+	if len(r) != 1 || r[0].Pool != "tiny" || len(r[0].CIDRs) != 2 {
+		t.Fatalf("releasable = %v, want both /32s of tiny", r)
 	}
 }

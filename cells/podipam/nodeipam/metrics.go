@@ -34,7 +34,7 @@ func newMetrics(a *agent) *metrics {
 			[]string{"pool", "family"}, node),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name:        "herald_ipam_cni_requests_total",
-			Help:        "Requests of the herald-ipam CNI plugin by operation (add, del, check, gc, status) and outcome (success, or the CNI error: try_again_later, pool_exhausted, unknown_pool, bad_annotation, invalid_request, invalid_environment, io_failure).",
+			Help:        "Requests of the herald-ipam CNI plugin by operation (add, del, check, gc, status) and outcome (success, or the CNI error: try_again_later, pool_exhausted, pool_conflict, pool_deleting, pool_mask_size, unknown_pool, bad_annotation, invalid_request, invalid_environment, io_failure).",
 			ConstLabels: node,
 		}, []string{"operation", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -123,6 +123,8 @@ func outcomeName(code uint) string {
 		return "pool_conflict"
 	case ipamv1.CodePoolDeleting:
 		return "pool_deleting"
+	case ipamv1.CodePoolMaskSize:
+		return "pool_mask_size"
 	case ipamv1.CodeInvalidRequest:
 		return "invalid_request"
 	case ipamv1.CodeInvalidEnvironment:

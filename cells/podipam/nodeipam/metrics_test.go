@@ -20,6 +20,7 @@ func TestRequestOutcomes(t *testing.T) {
 		{nil, "success"},
 		{cniError(http.StatusServiceUnavailable, ipamv1.CodePoolExhausted, "pool %q", "tiny"), "pool_exhausted"},
 		{cniError(http.StatusBadRequest, ipamv1.CodeUnknownPool, "no pool"), "unknown_pool"},
+		{cniError(http.StatusServiceUnavailable, ipamv1.CodePoolMaskSize, "maskSize /32"), "pool_mask_size"},
 		{cniError(http.StatusServiceUnavailable, ipamv1.CodeTryAgainLater, "later"), "try_again_later"},
 		{http.ErrAbortHandler, "io_failure"}, // not an apiError: answered as an I/O failure
 	} {

@@ -20,6 +20,7 @@ const (
 	EventPoolExhausted = "IPPoolExhausted"
 	EventPoolConflict  = "IPPoolConflict"
 	EventPoolDeleting  = "IPPoolDeleting"
+	EventPoolMaskSize  = "IPPoolMaskSizeUnusable"
 	EventUnknownPool   = "IPPoolUnknown"
 	EventBadAnnotation = "IPPoolAnnotationInvalid"
 )

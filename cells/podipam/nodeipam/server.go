@@ -230,16 +230,23 @@ func (a *agent) add(ctx context.Context, req ipamv1.AddRequest) (*ipamv1.AddResp
 // refuse answers an ADD the allocator cannot serve, with the code and Pod
 // Event of its reason.
 func (a *agent) refuse(pod ipamv1.PodRef, sf *shortfallError) error {
-	code, reason := uint(ipamv1.CodePoolExhausted), EventPoolExhausted
-	switch sf.Cause {
-	case tables.ShortfallConflict:
-		code, reason = ipamv1.CodePoolConflict, EventPoolConflict
-	case tables.ShortfallDeleting:
-		code, reason = ipamv1.CodePoolDeleting, EventPoolDeleting
-	}
+	code, reason := refusal(sf.Cause)
 	msg := fmt.Sprintf("%v (CiliumNode %s)", sf, a.node)
 	a.podEvent(pod, "Warning", reason, msg)
 	return cniError(http.StatusServiceUnavailable, code, "%s", msg)
+}
+
+// refusal is the CNI code and Pod Event reason of a shortfall's cause.
+func refusal(cause tables.ShortfallCause) (code uint, reason string) {
+	switch cause {
+	case tables.ShortfallConflict:
+		return ipamv1.CodePoolConflict, EventPoolConflict
+	case tables.ShortfallDeleting:
+		return ipamv1.CodePoolDeleting, EventPoolDeleting
+	case tables.ShortfallMaskSize:
+		return ipamv1.CodePoolMaskSize, EventPoolMaskSize
+	}
+	return ipamv1.CodePoolExhausted, EventPoolExhausted
 }
 
 func response(got []entry) *ipamv1.AddResponse {
