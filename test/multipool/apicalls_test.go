@@ -2,14 +2,17 @@ package multipool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	ipamv1 "github.com/heraldlb/herald/api/ipam/v1"
 	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/cnitest"
@@ -85,13 +88,21 @@ func resourceOf(path string) (resource, name, sub string) {
 // restarted without it.
 func behindRecordingProxy(t *testing.T, n *node) *requestLog {
 	t.Helper()
+	return behindProxy(t, n, func(apiRequest) error { return nil })
+}
+
+// behindProxy is behindRecordingProxy whose proxy answers a request with
+// 502 Bad Gateway when refuse returns an error for it.
+func behindProxy(t *testing.T, n *node, refuse func(apiRequest) error) *requestLog {
+	t.Helper()
 	log := &requestLog{}
 	p, err := testCluster.StartProxy(lan.RootIP().String(), filepath.Join(n.dir, "proxy"), func(resp *http.Response) error {
 		res, name, sub := resourceOf(resp.Request.URL.Path)
+		r := apiRequest{Method: resp.Request.Method, Resource: res, Subresource: sub, Name: name, Watch: resp.Request.URL.Query().Get("watch") == "true"}
 		log.mu.Lock()
-		log.reqs = append(log.reqs, apiRequest{Method: resp.Request.Method, Resource: res, Subresource: sub, Name: name, Watch: resp.Request.URL.Query().Get("watch") == "true"})
+		log.reqs = append(log.reqs, r)
 		log.mu.Unlock()
-		return nil
+		return refuse(r)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -224,5 +235,50 @@ func TestAddMakesNoAPICall(t *testing.T) {
 		return r.Method == http.MethodGet && r.Resource == "pods" && r.Name == "ghost"
 	}) {
 		t.Fatalf("the proxy did not count the ADD's lookup of an unknown pod: %v", log.since(start))
+	}
+}
+
+// TestAddWaitsForItsNamespace: a pod whose Namespace the agent can read
+// neither from its table nor from the API server (the proxy refuses every
+// request about Namespaces from the agent's start) does not get an
+// address of the default pool in place of the one its namespace's
+// annotation names: the ADD fails with a retryable error (CNI 11) naming
+// the pod and the namespace. A pod whose own annotation chooses its pool
+// does not need its namespace. Once the namespace can be read, the
+// runtime's retry gets the namespace's pool.
+func TestAddWaitsForItsNamespace(t *testing.T) {
+	logAgentsOnFailure(t)
+	n := nodes[2]
+	if leaderOf(t, tables.PodIPAMLease) == n {
+		n = nodes[1]
+	}
+	var blocked atomic.Bool
+	blocked.Store(true)
+	behindProxy(t, n, func(r apiRequest) error {
+		if r.Resource == "namespaces" && blocked.Load() {
+			return errors.New("the test holds Namespaces back")
+		}
+		return nil
+	})
+	ns := namespace(t, "nsheld", map[string]string{tables.AnnotationIPPool: "green-pool"})
+	p := newPod(t, n, ns, "p", nil)
+	addRefused(t, p, ipamv1.CodeTryAgainLater,
+		fmt.Sprintf("pod %s/p: its Namespace %q is not known to the agent yet and the API server cannot be asked", ns, ns))
+
+	q := startPod(t, n, ns, "q", map[string]string{tables.AnnotationIPPool: tables.DefaultPodIPPool})
+	defer q.stop(t)
+	if !inPrefix(q.IPs(), defaultCIDR) || !inPrefix(q.IPs(), defaultCIDR6) {
+		t.Fatalf("pod q, annotated with the default pool, got %s", joinAddrs(q.IPs()))
+	}
+
+	blocked.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := p.add(ctx); err != nil {
+		t.Fatalf("ADD once the namespace can be read: %v", err)
+	}
+	defer p.stop(t)
+	if !inPrefix(p.IPs(), greenCIDR) || !inPrefix(p.IPs(), greenCIDR6) {
+		t.Fatalf("pod p in a namespace annotated with green-pool got %s, want addresses of green-pool", joinAddrs(p.IPs()))
 	}
 }

@@ -32,7 +32,12 @@ func (a *agent) choosePools(ctx context.Context, ref ipamv1.PodRef) (map[tables.
 	if err != nil {
 		return nil, err
 	}
-	nsAnn := a.namespaceAnnotations(ctx, ref.Namespace)
+	var nsAnn map[string]string
+	if !podChooses(podAnn, a.families) {
+		if nsAnn, err = a.namespaceAnnotations(ctx, ref); err != nil {
+			return nil, err
+		}
+	}
 	out := map[tables.Family]string{}
 	txn := a.DB.ReadTxn()
 	for _, f := range a.families {
@@ -93,18 +98,32 @@ func (a *agent) podAnnotations(ctx context.Context, ref ipamv1.PodRef) (map[stri
 	}
 }
 
-// namespaceAnnotations returns the namespace's pool annotations (none if
-// the namespace is not known yet: its pods then fall to the default pool
-// only if they carry no annotation either).
-func (a *agent) namespaceAnnotations(ctx context.Context, name string) map[string]string {
-	if ns, _, ok := a.Namespaces.Get(a.DB.ReadTxn(), tables.NamespaceNameIndex.Query(name)); ok {
-		return ns.PoolAnnotations
+// namespaceAnnotations returns the pool annotations of the pod's
+// namespace, from the namespaces table, else from the API server (the
+// watch may not have delivered a new namespace yet). A namespace that
+// cannot be read fails the ADD, to be retried by the runtime, as in
+// Cilium: its annotation may name the pod's pool, and the pool of a
+// running pod never changes, so taking the default pool would be for
+// good. That includes a namespace the API server says does not exist
+// (Cilium's ResourceNotFound): the pod's namespace is being deleted, or
+// the agent's view is behind.
+func (a *agent) namespaceAnnotations(ctx context.Context, ref ipamv1.PodRef) (map[string]string, error) {
+	if ns, _, ok := a.Namespaces.Get(a.DB.ReadTxn(), tables.NamespaceNameIndex.Query(ref.Namespace)); ok {
+		return ns.PoolAnnotations, nil
 	}
-	ns, err := a.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil
+	ns, err := a.Kube.CoreV1().Namespaces().Get(ctx, ref.Namespace, metav1.GetOptions{})
+	if err == nil {
+		return tables.NamespaceFromK8s(ns).PoolAnnotations, nil
 	}
-	return tables.NamespaceFromK8s(ns).PoolAnnotations
+	why := fmt.Sprintf("the API server cannot be asked: %v", err)
+	if apierrors.IsNotFound(err) {
+		why = "the API server says it does not exist"
+	}
+	msg := fmt.Sprintf("pod %s/%s: its Namespace %q is not known to the agent yet and %s; "+
+		"its pool annotations (%s) may choose the pod's pool, so the ADD fails for the runtime to retry",
+		ref.Namespace, ref.Name, ref.Namespace, why, tables.AnnotationIPPool)
+	a.Log.Warn("Pod address request waits for its Namespace", "pod", ref.Namespace+"/"+ref.Name, "namespace", ref.Namespace, "error", err)
+	return nil, cniError(http.StatusServiceUnavailable, ipamv1.CodeTryAgainLater, "%s", msg)
 }
 
 func (a *agent) podEvent(ref ipamv1.PodRef, typ, reason, msg string) {

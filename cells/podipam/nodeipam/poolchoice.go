@@ -16,14 +16,32 @@ type poolChoice struct {
 	Why  string // e.g. `pod annotation ipam.cilium.io/ipv4-pool`
 }
 
+// podChooses reports whether the pod's own annotations choose its pool in
+// every family: its namespace is then not read (Cilium reads it only for a
+// family the pod leaves open).
+func podChooses(pod map[string]string, families []tables.Family) bool {
+	for _, f := range families {
+		_, ip := pod[tables.AnnotationIPPool]
+		_, fam := pod[familyAnnotation(f)]
+		if !ip && !fam {
+			return false
+		}
+	}
+	return true
+}
+
+func familyAnnotation(f tables.Family) string {
+	if f == tables.IPv6 {
+		return tables.AnnotationIPv6Pool
+	}
+	return tables.AnnotationIPv4Pool
+}
+
 // choosePool applies Cilium's order: on the pod, the family's annotation
 // then ip-pool; then the same on its namespace; then the default pool. A
 // value that cannot be a pool's name is an error naming the annotation.
 func choosePool(pod, ns map[string]string, f tables.Family) (poolChoice, error) {
-	familyKey := tables.AnnotationIPv4Pool
-	if f == tables.IPv6 {
-		familyKey = tables.AnnotationIPv6Pool
-	}
+	familyKey := familyAnnotation(f)
 	for _, src := range []struct {
 		what string
 		ann  map[string]string

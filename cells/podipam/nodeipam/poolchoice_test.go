@@ -50,3 +50,25 @@ func TestChoosePool(t *testing.T) {
 		})
 	}
 }
+
+// TestPodChooses: the namespace is read only when the pod's annotations
+// leave a family of the node open.
+func TestPodChooses(t *testing.T) {
+	v4, dual := []tables.Family{tables.IPv4}, []tables.Family{tables.IPv4, tables.IPv6}
+	for _, tt := range []struct {
+		ann  map[string]string
+		fams []tables.Family
+		want bool
+	}{
+		{nil, v4, false},
+		{map[string]string{tables.AnnotationIPPool: "a"}, dual, true},
+		{map[string]string{tables.AnnotationIPv4Pool: "a"}, v4, true},
+		{map[string]string{tables.AnnotationIPv4Pool: "a"}, dual, false},
+		{map[string]string{tables.AnnotationIPv4Pool: "a", tables.AnnotationIPv6Pool: "b"}, dual, true},
+		{map[string]string{tables.AnnotationIPPool: ""}, v4, true}, // invalid, but the pod's: refused as such
+	} {
+		if got := podChooses(tt.ann, tt.fams); got != tt.want {
+			t.Errorf("podChooses(%v, %v) = %v, want %v", tt.ann, tt.fams, got, tt.want)
+		}
+	}
+}
