@@ -122,9 +122,11 @@ func TestRemovedCIDRDrains(t *testing.T) {
 func TestDeletePoolWithPreAllocation(t *testing.T) {
 	logAgentsOnFailure(t)
 	pre := nodes[2]
+	// The pool first: a node is ready once it holds a CIDR of every pool
+	// it pre-allocates.
+	createPool(t, "mars", []string{"198.18.126.0/24"}, 28)
 	restartAgent(t, pre, "--ipam-multi-pool-pre-allocation=default=8,mars=3")
 	defer restartAgent(t, pre)
-	createPool(t, "mars", []string{"198.18.126.0/24"}, 28)
 	waitAllocated(t, pre, "mars", "198.18.126.0/28")
 	waitOperatorError(t, pre.name, func(msg string) bool { return msg == "" })
 	cn, err := herald.CiliumV2().CiliumNodes().Get(context.Background(), pre.name, metav1.GetOptions{})
@@ -167,9 +169,11 @@ func TestDeletePoolWithPreAllocation(t *testing.T) {
 func TestDeleteIdlePreAllocatedPool(t *testing.T) {
 	logAgentsOnFailure(t)
 	pre := nodes[2]
+	// The pool first: a node is ready once it holds a CIDR of every pool
+	// it pre-allocates.
+	createPool(t, "venus", []string{"198.18.127.0/24"}, 28)
 	restartAgent(t, pre, "--ipam-multi-pool-pre-allocation=default=8,venus=3")
 	defer restartAgent(t, pre)
-	createPool(t, "venus", []string{"198.18.127.0/24"}, 28)
 	waitAllocated(t, pre, "venus", "198.18.127.0/28")
 	waitFor(t, timeout, func() (bool, string) {
 		p, err := herald.CiliumV2alpha1().CiliumPodIPPools().Get(context.Background(), "venus", metav1.GetOptions{})
