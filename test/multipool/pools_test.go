@@ -152,3 +152,21 @@ func TestRequested(t *testing.T) {
 func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// TestDefaultIPPool: on an agent started with ipam-default-ip-pool, a pod
+// whose annotations and namespace name no pool gets its addresses from
+// that pool instead of default.
+func TestDefaultIPPool(t *testing.T) {
+	logAgentsOnFailure(t)
+	n := startExtraNode(t, []string{"--ipam-default-ip-pool=green-pool", "--ipam-multi-pool-pre-allocation=green-pool=2"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := n.waitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := startPod(t, n, namespace(t, "plain", nil), "p", nil)
+	defer p.stop(t)
+	if !inPrefix(p.IPs(), greenCIDR) || !inPrefix(p.IPs(), greenCIDR6) {
+		t.Fatalf("a pod that names no pool, on an agent whose default pool is green-pool, got %s", joinAddrs(p.IPs()))
+	}
+}

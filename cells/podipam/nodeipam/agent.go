@@ -49,13 +49,15 @@ type params struct {
 // agent ties the state to Kubernetes, the tables and the plugin.
 type agent struct {
 	params
-	node     string
-	pre      map[string]int
-	journal  *journal
-	mu       sync.Mutex // guards state
-	state    *state
-	kick     chan struct{} // asks the sync job to look again now
-	families []tables.Family
+	node string
+	pre  map[string]int
+	// defaultPool serves pods that name no pool (ipam-default-ip-pool).
+	defaultPool string
+	journal     *journal
+	mu          sync.Mutex // guards state
+	state       *state
+	kick        chan struct{} // asks the sync job to look again now
+	families    []tables.Family
 	// gc is collectGarbage's own state.
 	gc      gcTracker
 	metrics *metrics
@@ -87,10 +89,14 @@ func register(p params) error {
 	if err != nil {
 		return err
 	}
+	defaultPool, err := p.Config.defaultPool()
+	if err != nil {
+		return err
+	}
 	if p.Config.IPAMGCGrace <= 0 {
 		return fmt.Errorf("ipam-gc-grace: %s is not a positive duration", p.Config.IPAMGCGrace)
 	}
-	a := &agent{params: p, node: p.Agent.Node(), pre: pre, kick: make(chan struct{}, 1), gc: gcTracker{grace: p.Config.IPAMGCGrace}}
+	a := &agent{params: p, node: p.Agent.Node(), pre: pre, defaultPool: defaultPool, kick: make(chan struct{}, 1), gc: gcTracker{grace: p.Config.IPAMGCGrace}}
 	if p.Agent.EnableIPv4 {
 		a.families = append(a.families, tables.IPv4)
 	}

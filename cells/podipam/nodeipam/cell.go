@@ -21,6 +21,7 @@ import (
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/statedb"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	ipamv1 "github.com/heraldlb/herald/api/ipam/v1"
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
@@ -32,8 +33,11 @@ type Config struct {
 	// IPAMMultiPoolPreAllocation is how many addresses of each pool the
 	// node keeps ready beyond what is in use ("default=8").
 	IPAMMultiPoolPreAllocation string // ipam-multi-pool-pre-allocation
-	IPAMSocket                 string // ipam-socket
-	IPAMStateDir               string // ipam-state-dir
+	// IPAMDefaultIPPool is the pool of pods whose annotations and
+	// namespace name none (Cilium's option, "default" unless set).
+	IPAMDefaultIPPool string // ipam-default-ip-pool
+	IPAMSocket        string // ipam-socket
+	IPAMStateDir      string // ipam-state-dir
 	// IPAMGCGrace is how long the address of a pod that seems gone waits
 	// before the API server is asked, and again before it is released.
 	IPAMGCGrace time.Duration // ipam-gc-grace (hidden)
@@ -45,6 +49,7 @@ type Config struct {
 
 var defaultConfig = Config{
 	IPAMMultiPoolPreAllocation: tables.DefaultPodIPPool + "=8",
+	IPAMDefaultIPPool:          tables.DefaultPodIPPool,
 	IPAMSocket:                 ipamv1.DefaultSocket,
 	IPAMStateDir:               ipamv1.DefaultStateDir,
 	IPAMGCGrace:                gcGrace,
@@ -54,6 +59,8 @@ var defaultConfig = Config{
 func (def Config) Flags(flags *pflag.FlagSet) {
 	flags.String("ipam-multi-pool-pre-allocation", def.IPAMMultiPoolPreAllocation,
 		"Addresses of each pool to keep ready on the node, as <pool>=<count>[,<pool>=<count>...]; pools without an entry get exactly what is in use and pending")
+	flags.String("ipam-default-ip-pool", def.IPAMDefaultIPPool,
+		"The CiliumPodIPPool of pods whose annotations and namespace name none")
 	flags.String("ipam-socket", def.IPAMSocket, "Unix socket the herald-ipam CNI plugin talks to")
 	flags.String("ipam-state-dir", def.IPAMStateDir, "Host directory of the allocation journal and of the DELs the plugin queued while the agent was down")
 	flags.Duration("ipam-gc-grace", def.IPAMGCGrace,
@@ -62,6 +69,15 @@ func (def Config) Flags(flags *pflag.FlagSet) {
 	// Hidden: the default suits every cluster; shorter only for tests and
 	// for nodes whose runtime is known to lose DELs.
 	_ = flags.MarkHidden("ipam-gc-grace")
+}
+
+// defaultPool checks ipam-default-ip-pool: a pool's name, or the agent does
+// not start.
+func (c Config) defaultPool() (string, error) {
+	if errs := validation.IsDNS1123Subdomain(c.IPAMDefaultIPPool); len(errs) > 0 {
+		return "", fmt.Errorf("ipam-default-ip-pool: %q cannot be the name of a CiliumPodIPPool: %s", c.IPAMDefaultIPPool, strings.Join(errs, "; "))
+	}
+	return c.IPAMDefaultIPPool, nil
 }
 
 // preAllocation parses ipam-multi-pool-pre-allocation: pool=count items

@@ -41,7 +41,7 @@ func (a *agent) choosePools(ctx context.Context, ref ipamv1.PodRef) (map[tables.
 	out := map[tables.Family]string{}
 	txn := a.DB.ReadTxn()
 	for _, f := range a.families {
-		choice, err := choosePool(podAnn, nsAnn, f)
+		choice, err := choosePool(podAnn, nsAnn, f, a.defaultPool)
 		if err != nil {
 			a.podEvent(ref, corev1.EventTypeWarning, EventBadAnnotation, err.Error())
 			return nil, cniError(http.StatusBadRequest, ipamv1.CodeBadAnnotation, "pod %s/%s: %v", ref.Namespace, ref.Name, err)

@@ -106,6 +106,7 @@ func choiceAgent(t *testing.T, kube *fake.Clientset, inTable bool, pod *tables.P
 	return &agent{
 		params: params{DB: db, Pods: pods, Namespaces: nss, Pools: pools, Kube: kube,
 			Events: record.NewFakeRecorder(10), Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		families: []tables.Family{tables.IPv4},
+		families:    []tables.Family{tables.IPv4},
+		defaultPool: "default",
 	}
 }

@@ -38,9 +38,10 @@ func familyAnnotation(f tables.Family) string {
 }
 
 // choosePool applies Cilium's order: on the pod, the family's annotation
-// then ip-pool; then the same on its namespace; then the default pool. A
-// value that cannot be a pool's name is an error naming the annotation.
-func choosePool(pod, ns map[string]string, f tables.Family) (poolChoice, error) {
+// then ip-pool; then the same on its namespace; then the default pool
+// (ipam-default-ip-pool). A value that cannot be a pool's name is an error
+// naming the annotation.
+func choosePool(pod, ns map[string]string, f tables.Family, defaultPool string) (poolChoice, error) {
 	familyKey := familyAnnotation(f)
 	for _, src := range []struct {
 		what string
@@ -58,5 +59,5 @@ func choosePool(pod, ns map[string]string, f tables.Family) (poolChoice, error) 
 			return poolChoice{Pool: v, Why: src.what + " annotation " + key}, nil
 		}
 	}
-	return poolChoice{Pool: tables.DefaultPodIPPool, Why: "no annotation: the default pool"}, nil
+	return poolChoice{Pool: defaultPool, Why: "no annotation: the default pool, ipam-default-ip-pool"}, nil
 }

@@ -1,6 +1,7 @@
 package nodeipam
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/heraldlb/herald/tables"
@@ -37,7 +38,7 @@ func TestChoosePool(t *testing.T) {
 		{"bad name", a(ip, "Green Pool"), nil, tables.IPv4, "", `pod annotation ipam.cilium.io/ip-pool: "Green Pool" cannot be the name of a CiliumPodIPPool`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := choosePool(tt.pod, tt.ns, tt.f)
+			got, err := choosePool(tt.pod, tt.ns, tt.f, "default")
 			if tt.wantErr != "" {
 				if err == nil || len(err.Error()) < len(tt.wantErr) || err.Error()[:len(tt.wantErr)] != tt.wantErr {
 					t.Fatalf("err = %v, want it to start with %q", err, tt.wantErr)
@@ -48,6 +49,35 @@ func TestChoosePool(t *testing.T) {
 				t.Fatalf("choosePool = %+v, %v; want %s", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestDefaultPool: ipam-default-ip-pool names the pool of pods that name
+// none, and must be a pool's name for the agent to start.
+func TestDefaultPool(t *testing.T) {
+	for _, tt := range []struct{ value, want, wantErr string }{
+		{value: "default", want: "default"},
+		{value: "blue-pool", want: "blue-pool"},
+		{value: "Blue Pool", wantErr: `ipam-default-ip-pool: "Blue Pool" cannot be the name of a CiliumPodIPPool`},
+		{value: "", wantErr: `ipam-default-ip-pool: "" cannot be the name of a CiliumPodIPPool`},
+	} {
+		got, err := Config{IPAMDefaultIPPool: tt.value}.defaultPool()
+		if tt.wantErr != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+				t.Errorf("defaultPool(%q) = %q, %v; want an error starting %q", tt.value, got, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("defaultPool(%q) = %q, %v; want %q", tt.value, got, err, tt.want)
+		}
+	}
+	choice, err := choosePool(nil, map[string]string{"unrelated": "x"}, tables.IPv6, "blue-pool")
+	if err != nil || choice.Pool != "blue-pool" || !strings.Contains(choice.Why, "ipam-default-ip-pool") {
+		t.Errorf("a pod that names no pool: %+v, %v; want blue-pool, from ipam-default-ip-pool", choice, err)
+	}
+	if choice, _ := choosePool(map[string]string{tables.AnnotationIPPool: "green"}, nil, tables.IPv4, "blue-pool"); choice.Pool != "green" {
+		t.Errorf("a pod that names its pool: %+v, want green", choice)
 	}
 }
 
