@@ -57,6 +57,11 @@ func (def Config) Flags(flags *pflag.FlagSet) {
 func (c Config) validate() error {
 	switch c.DefaultLBServiceIPAM {
 	case "lbipam", "none":
+	case "nodeipam":
+		// Cilium's third value: its node IPAM gives class-less Services
+		// the addresses of nodes. Herald has none; say so rather than
+		// "not a value".
+		return fmt.Errorf(`default-lb-service-ipam: "nodeipam" is Cilium's node IPAM (Services get node addresses), which Herald does not have: use "lbipam", or "none" to leave Services without a loadBalancerClass to another controller`)
 	default:
 		return fmt.Errorf(`default-lb-service-ipam: %q is not "lbipam" or "none"`, c.DefaultLBServiceIPAM)
 	}

@@ -27,6 +27,8 @@ func TestConfigValidate(t *testing.T) {
 			c.LBIPAMLeaseDuration, c.LBIPAMLeaseRenewDeadline, c.LBIPAMLeaseRetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
 		}), ""},
 
+		{"Cilium's node IPAM", with(func(c *Config) { c.DefaultLBServiceIPAM = "nodeipam" }),
+			`default-lb-service-ipam: "nodeipam" is Cilium's node IPAM (Services get node addresses), which Herald does not have: use "lbipam", or "none" to leave Services without a loadBalancerClass to another controller`},
 		{"unknown default IPAM", with(func(c *Config) { c.DefaultLBServiceIPAM = "cilium" }),
 			`default-lb-service-ipam: "cilium" is not "lbipam" or "none"`},
 		{"duration not whole seconds", with(func(c *Config) { c.LBIPAMLeaseDuration = 2500 * ms }),
