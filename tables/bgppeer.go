@@ -13,13 +13,16 @@ import (
 // speaker sees them.
 const BGPPeersTableName = "bgp-peers"
 
-// BGP session states as Cilium reports them (peeringState).
+// BGP session states as Cilium reports them (peeringState, and the state
+// label of herald_bgp_session_state): the text of Cilium's
+// types.SessionState, so that scripts and alerts written for Cilium read
+// Herald's the same way.
 const (
 	BGPStateIdle        = "idle"
 	BGPStateConnect     = "connect"
 	BGPStateActive      = "active"
-	BGPStateOpenSent    = "opensent"
-	BGPStateOpenConfirm = "openconfirm"
+	BGPStateOpenSent    = "open_sent"
+	BGPStateOpenConfirm = "open_confirm"
 	BGPStateEstablished = "established"
 	BGPStateUnknown     = "unknown"
 )

@@ -88,3 +88,20 @@ func TestPathOf(t *testing.T) {
 		}
 	}
 }
+
+// Every GoBGP session state reads as Cilium's SessionState.String does.
+func TestSessionStateAsCilium(t *testing.T) {
+	for state, want := range map[api.PeerState_SessionState]string{
+		api.PeerState_UNKNOWN:     "unknown",
+		api.PeerState_IDLE:        "idle",
+		api.PeerState_CONNECT:     "connect",
+		api.PeerState_ACTIVE:      "active",
+		api.PeerState_OPENSENT:    "open_sent",
+		api.PeerState_OPENCONFIRM: "open_confirm",
+		api.PeerState_ESTABLISHED: "established",
+	} {
+		if got := sessionState(state); got != want {
+			t.Errorf("sessionState(%s) = %q, want %q", state, got, want)
+		}
+	}
+}

@@ -26,7 +26,7 @@ var (
 	descSessionUp = prometheus.NewDesc("herald_bgp_session_up",
 		"Whether the BGP session with the peer is established (1) or not (0)", peerLabels, nil)
 	descSessionState = prometheus.NewDesc("herald_bgp_session_state",
-		"The BGP session's state (idle, connect, active, opensent, openconfirm, established, unknown), as a label of a series of value 1", append(append([]string{}, peerLabels...), "state"), nil)
+		"The BGP session's state (idle, connect, active, open_sent, open_confirm, established, unknown), as a label of a series of value 1", append(append([]string{}, peerLabels...), "state"), nil)
 	descUptime = prometheus.NewDesc("herald_bgp_session_uptime_seconds",
 		"How long the BGP session has been established; 0 while it is not", peerLabels, nil)
 	descAdvertised = prometheus.NewDesc("herald_bgp_routes_advertised",

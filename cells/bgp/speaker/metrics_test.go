@@ -39,7 +39,7 @@ herald_bgp_routes_advertised{afi="ipv6",instance="i1",peer="tor",peer_address="1
 # TYPE herald_bgp_routes_received gauge
 herald_bgp_routes_received{afi="ipv4",instance="i1",peer="tor",peer_address="198.18.0.1",peer_asn="65000",safi="unicast"} 1
 herald_bgp_routes_received{afi="ipv6",instance="i1",peer="tor",peer_address="198.18.0.1",peer_asn="65000",safi="unicast"} 0
-# HELP herald_bgp_session_state The BGP session's state (idle, connect, active, opensent, openconfirm, established, unknown), as a label of a series of value 1
+# HELP herald_bgp_session_state The BGP session's state (idle, connect, active, open_sent, open_confirm, established, unknown), as a label of a series of value 1
 # TYPE herald_bgp_session_state gauge
 herald_bgp_session_state{instance="i1",peer="spare",peer_address="fd00::1",peer_asn="65001",state="active"} 1
 herald_bgp_session_state{instance="i1",peer="tor",peer_address="198.18.0.1",peer_asn="65000",state="established"} 1
