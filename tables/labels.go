@@ -9,4 +9,12 @@ const (
 	LabelServiceName      = "io.kubernetes.service.name"
 )
 
+// Special selector keys of a CiliumPodIPPool, which a BGP advertisement of
+// type CiliumPodIPPool may select it by (Cilium's podIPPoolLabelSet). The
+// pool is cluster-scoped: its namespace is always "".
+const (
+	LabelPodIPPoolName      = "io.cilium.podippool.name"
+	LabelPodIPPoolNamespace = "io.cilium.podippool.namespace"
+)
+
 func itoa(i int) string { return strconv.Itoa(i) }

@@ -64,6 +64,19 @@ func (p *PodIPPool) Family(f Family) *PodPoolFamily {
 }
 
 // HasFinalizer reports whether the pool carries Herald's finalizer.
+// SelectorLabels are the labels BGP advertisements of type CiliumPodIPPool
+// match: the pool's own plus the special keys for its name and namespace,
+// as Cilium adds them, so that a pool can be selected by name.
+func (p *PodIPPool) SelectorLabels() map[string]string {
+	l := make(map[string]string, len(p.Labels)+2)
+	for k, v := range p.Labels {
+		l[k] = v
+	}
+	l[LabelPodIPPoolName] = p.Name
+	l[LabelPodIPPoolNamespace] = ""
+	return l
+}
+
 func (p *PodIPPool) HasFinalizer() bool { return slices.Contains(p.Finalizers, PodIPPoolFinalizer) }
 
 func (p *PodIPPool) TableHeader() []string {

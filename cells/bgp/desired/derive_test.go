@@ -197,6 +197,19 @@ func TestDerive(t *testing.T) {
 			wantRoutes: []string{"main tor 198.18.120.0/27  | CiliumPodIPPool green (advertisement pools)"},
 		},
 		{
+			name: "CiliumPodIPPool: a pool selected by name (io.cilium.podippool.name), as in Cilium",
+			edit: func(in *inputs) {
+				in.adverts = []*tables.BGPAdvertisement{advert("pools", tables.BGPAdvert{Type: v2alpha1.BGPCiliumPodIPPoolAdvert,
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"io.cilium.podippool.name": "blue", "io.cilium.podippool.namespace": ""}}})}
+				in.podPools = []*tables.PodIPPool{{Name: "green", Labels: map[string]string{"routed": "true"}}, {Name: "blue"}}
+				in.ciliumNode = &tables.CiliumNode{Name: "node1", Allocated: []tables.PoolCIDRs{
+					{Pool: "green", CIDRs: []netip.Prefix{netip.MustParsePrefix("198.18.120.0/27")}},
+					{Pool: "blue", CIDRs: []netip.Prefix{netip.MustParsePrefix("198.18.121.0/27")}},
+				}}
+			},
+			wantRoutes: []string{"main tor 198.18.121.0/27  | CiliumPodIPPool blue (advertisement pools)"},
+		},
+		{
 			name: "a missing peer config: the peer is not configured",
 			edit: func(in *inputs) {
 				in.clusterConfigs[0].Instances[0].Peers[0].PeerConfig = "nope"

@@ -36,7 +36,7 @@ func prefixesOf(in inputs, entry tables.BGPAdvert, ipv6 bool, withheld map[strin
 			break
 		}
 		for _, pool := range in.podPools {
-			if !entry.Selects(pool.Labels) {
+			if !entry.Selects(pool.SelectorLabels()) {
 				continue
 			}
 			for _, p := range in.ciliumNode.AllocatedIn(pool.Name) {
