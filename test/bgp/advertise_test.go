@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/tables"
+	"github.com/heraldlb/herald/test/agentproc"
 )
 
 // A LoadBalancer IP is advertised by every node, FRR installs it with one
@@ -241,32 +242,80 @@ func TestLocalTrafficPolicy(t *testing.T) {
 	waitWithdrawn(t, p)
 }
 
-// PodCIDR: each node advertises its own pod CIDRs, IPv4 and IPv6, as long
-// as an advertisement asks for them.
+// PodCIDR: with multi-pool IPAM (the suite's agents) no node advertises
+// Node.spec.podCIDRs, as in Cilium, and each says so once in its log; the
+// same advertisement's CiliumPodIPPool entry goes out. node1 restarted
+// without multi-pool advertises its own pod CIDRs, IPv4 and IPv6, as long
+// as the advertisement asks for them.
 func TestPodCIDR(t *testing.T) {
 	ensureAgents(t)
+	poolCIDR := map[*node]netip.Prefix{}
+	for _, n := range nodes {
+		poolCIDR[n] = nodePoolCIDR(t, n)
+	}
+	marks := map[*node]agentproc.LogMark{}
+	for _, n := range nodes {
+		marks[n] = n.Mark()
+	}
 	adv := &v2alpha1.CiliumBGPAdvertisement{
 		ObjectMeta: metav1.ObjectMeta{Name: "hbgp-pods", Labels: map[string]string{advertLabel: "lb"}},
-		Spec:       v2alpha1.CiliumBGPAdvertisementSpec{Advertisements: []v2alpha1.BGPAdvertisement{{AdvertisementType: v2alpha1.BGPPodCIDRAdvert}}},
+		Spec: v2alpha1.CiliumBGPAdvertisementSpec{Advertisements: []v2alpha1.BGPAdvertisement{
+			{AdvertisementType: v2alpha1.BGPPodCIDRAdvert},
+			{AdvertisementType: v2alpha1.BGPCiliumPodIPPoolAdvert,
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"io.cilium.podippool.name": podPoolName}}},
+		}},
 	}
 	c := herald.CiliumV2alpha1().CiliumBGPAdvertisements()
 	if _, err := c.Create(ctxT(t), adv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Delete(ctxT(t), adv.Name, metav1.DeleteOptions{}) })
+	// The pool's CIDRs, of the same derivation, reached FRR: the pod
+	// CIDRs would have too.
+	for n, cidr := range poolCIDR {
+		waitAdvertisedBy(t, cidr, n)
+	}
 	for i, n := range nodes {
 		for _, cidr := range podCIDRs(i) {
-			waitAdvertisedBy(t, netip.MustParsePrefix(cidr), n)
+			if paths, err := pathsOf(netip.MustParsePrefix(cidr)); err != nil || len(paths) > 0 {
+				t.Errorf("pod CIDR %s with multi-pool IPAM: %s %v", cidr, describe(paths), err)
+			}
 		}
+		waitFor(t, n.Name+" logs that PodCIDR is not advertised", func() (bool, string) {
+			logs := n.LogsSince(marks[n])
+			return strings.Count(logs, "asks for PodCIDR") == 1 && strings.Contains(logs, "advertisement=hbgp-pods"), logs
+		})
+	}
+
+	agentproc.RestartWith(t, []*agentproc.Agent{nodes[0].Agent}, func(t testing.TB) { ensureAgents(t) }, "--ipam=none")
+	for _, cidr := range podCIDRs(0) {
+		waitAdvertisedBy(t, netip.MustParsePrefix(cidr), nodes[0])
 	}
 	if err := c.Delete(ctxT(t), adv.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for i := range nodes {
-		for _, cidr := range podCIDRs(i) {
-			waitWithdrawn(t, netip.MustParsePrefix(cidr))
-		}
+	for _, cidr := range podCIDRs(0) {
+		waitWithdrawn(t, netip.MustParsePrefix(cidr))
 	}
+}
+
+// nodePoolCIDR waits for the node's CIDR of the suite's pod pool.
+func nodePoolCIDR(t *testing.T, n *node) netip.Prefix {
+	t.Helper()
+	var cidr netip.Prefix
+	waitFor(t, n.Name+"'s CIDR of "+podPoolName, func() (bool, string) {
+		cn, err := herald.CiliumV2().CiliumNodes().Get(ctxT(t), n.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, a := range cn.Spec.IPAM.Pools.Allocated {
+			if a.Pool == podPoolName && len(a.CIDRs) > 0 {
+				cidr = netip.MustParsePrefix(string(a.CIDRs[0]))
+			}
+		}
+		return cidr.IsValid(), fmt.Sprintf("%+v", cn.Spec.IPAM.Pools.Allocated)
+	})
+	return cidr
 }
 
 // CiliumPodIPPool: each node advertises its CIDRs of the selected pod
@@ -274,23 +323,9 @@ func TestPodCIDR(t *testing.T) {
 func TestCiliumPodIPPool(t *testing.T) {
 	ensureAgents(t)
 	cidrOf := map[*node]netip.Prefix{}
-	waitFor(t, "every node's CIDR of "+podPoolName, func() (bool, string) {
-		for _, n := range nodes {
-			cn, err := herald.CiliumV2().CiliumNodes().Get(ctxT(t), n.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			for _, a := range cn.Spec.IPAM.Pools.Allocated {
-				if a.Pool == podPoolName && len(a.CIDRs) > 0 {
-					cidrOf[n] = netip.MustParsePrefix(string(a.CIDRs[0]))
-				}
-			}
-			if !cidrOf[n].IsValid() {
-				return false, n.Name + " has none yet"
-			}
-		}
-		return true, ""
-	})
+	for _, n := range nodes {
+		cidrOf[n] = nodePoolCIDR(t, n)
+	}
 	adv := &v2alpha1.CiliumBGPAdvertisement{
 		ObjectMeta: metav1.ObjectMeta{Name: "hbgp-pools", Labels: map[string]string{advertLabel: "lb"}},
 		Spec: v2alpha1.CiliumBGPAdvertisementSpec{Advertisements: []v2alpha1.BGPAdvertisement{{

@@ -36,6 +36,12 @@ type inputs struct {
 	// CiliumNode (nil without multi-pool IPAM).
 	podPools   []*tables.PodIPPool
 	ciliumNode *tables.CiliumNode
+	// multiPool: multi-pool IPAM hands out the pod addresses. PodCIDR
+	// entries then advertise nothing, as Cilium's PodCIDR reconciler runs
+	// only with kubernetes or cluster-pool IPAM (CanAdvertisePodCIDR): the
+	// pods are not in Node.spec.podCIDRs, their CIDRs go out through
+	// CiliumPodIPPool entries.
+	multiPool bool
 	// gateways are the node's default routes by family ("ipv4", "ipv6"),
 	// the peers autoDiscovery finds; devices the node's network devices,
 	// an IPv6-only node's router ID comes from a MAC address.

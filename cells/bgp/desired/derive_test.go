@@ -184,6 +184,13 @@ func TestDerive(t *testing.T) {
 			},
 		},
 		{
+			name: "PodCIDR with multi-pool IPAM: nothing, as Cilium (the pools' CIDRs go out as CiliumPodIPPool)",
+			edit: func(in *inputs) {
+				in.adverts = []*tables.BGPAdvertisement{advert("pods", tables.BGPAdvert{Type: v2alpha1.BGPPodCIDRAdvert})}
+				in.multiPool = true
+			},
+		},
+		{
 			name: "CiliumPodIPPool: the node's CIDRs of the selected pools",
 			edit: func(in *inputs) {
 				in.adverts = []*tables.BGPAdvertisement{advert("pools", tables.BGPAdvert{Type: v2alpha1.BGPCiliumPodIPPoolAdvert,

@@ -26,6 +26,9 @@ func prefixesOf(in inputs, entry tables.BGPAdvert, ipv6 bool, withheld map[strin
 	fits := func(p netip.Prefix) bool { return p.IsValid() && p.Addr().Is6() == ipv6 }
 	switch entry.Type {
 	case v2alpha1.BGPPodCIDRAdvert:
+		if in.multiPool {
+			break // see inputs.multiPool; podCIDRNotice logs it
+		}
 		for _, p := range in.self.PodCIDRs {
 			if fits(p) {
 				out = append(out, prefixReason{p, "PodCIDR of node " + in.self.Name})
