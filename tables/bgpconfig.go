@@ -212,10 +212,11 @@ type BGPInstanceOverride struct {
 	// config's.
 	LocalASN     int64                 `json:"localASN,omitempty"`
 	LocalAddress map[string]netip.Addr `json:"localAddress,omitempty"` // by peer name
-	// LocalPort4Peer is the source port of the sessions to a peer, by
-	// peer name.
-	LocalPort4Peer map[string]int32 `json:"localPortForPeer,omitempty"`
-	Errors         []string         `json:"errors,omitempty"`
+	// IgnoredPeerLocalPorts names the peers whose override sets
+	// localPort, which Cilium deprecated and ignores (the kernel picks
+	// the source port): ignored here too, and logged.
+	IgnoredPeerLocalPorts []string `json:"ignoredPeerLocalPorts,omitempty"`
+	Errors                []string `json:"errors,omitempty"`
 }
 
 func (o *BGPNodeOverride) TableHeader() []string { return []string{"Node", "Instances"} }

@@ -199,10 +199,7 @@ func BGPNodeOverrideFromK8s(o *v2alpha1.CiliumBGPNodeConfigOverride) *BGPNodeOve
 				}
 			}
 			if p.LocalPort != nil {
-				if io.LocalPort4Peer == nil {
-					io.LocalPort4Peer = map[string]int32{}
-				}
-				io.LocalPort4Peer[p.Name] = *p.LocalPort
+				io.IgnoredPeerLocalPorts = append(io.IgnoredPeerLocalPorts, p.Name)
 			}
 		}
 		out.Instances = append(out.Instances, io)

@@ -50,3 +50,18 @@ func TestBGPClusterConfigPeerAddressing(t *testing.T) {
 		})
 	}
 }
+
+// An override's per-peer localPort, deprecated in Cilium and without
+// effect there, is only noted (to be logged); its localAddress applies.
+func TestBGPNodeOverridePeerLocalPort(t *testing.T) {
+	o := BGPNodeOverrideFromK8s(&v2alpha1.CiliumBGPNodeConfigOverride{Spec: v2alpha1.CiliumBGPNodeConfigOverrideSpec{
+		BGPInstances: []v2alpha1.CiliumBGPNodeConfigInstanceOverride{{Name: "main", LocalPort: ptr.To[int32](1790), Peers: []v2alpha1.CiliumBGPNodeConfigPeerOverride{
+			{Name: "tor", LocalAddress: ptr.To("198.18.0.11"), LocalPort: ptr.To[int32](1791)},
+			{Name: "tor6", LocalAddress: ptr.To("fd00::11")},
+		}}}}})
+	i := o.Instances[0]
+	if i.LocalPort != 1790 || len(i.IgnoredPeerLocalPorts) != 1 || i.IgnoredPeerLocalPorts[0] != "tor" ||
+		i.LocalAddress["tor"] != netip.MustParseAddr("198.18.0.11") || i.LocalAddress["tor6"] != netip.MustParseAddr("fd00::11") || len(i.Errors) != 0 {
+		t.Errorf("override %+v, want the instance's listen port 1790, tor's localPort ignored, both local addresses", i)
+	}
+}

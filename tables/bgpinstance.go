@@ -34,8 +34,7 @@ type BGPPeer struct {
 	Name         string     `json:"name"`
 	Address      netip.Addr `json:"address"`
 	ASN          int64      `json:"asn"`
-	LocalAddress netip.Addr `json:"localAddress"`        // invalid: the kernel picks
-	LocalPort    int32      `json:"localPort,omitempty"` // 0: the kernel picks
+	LocalAddress netip.Addr `json:"localAddress"` // invalid: the kernel picks
 	PeerConfig   string     `json:"peerConfig,omitempty"`
 	// DiscoveredFamily is "ipv4" or "ipv6" when Address is the gateway of
 	// the node's default route of that family (autoDiscovery).

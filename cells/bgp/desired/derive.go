@@ -184,7 +184,7 @@ func resolveInstance(in inputs, inst *tables.BGPInstance, spec tables.BGPInstanc
 }
 
 func resolvePeer(in inputs, ps tables.BGPPeerSpec, ov tables.BGPInstanceOverride) tables.BGPPeer {
-	peer := tables.BGPPeer{Name: ps.Name, Address: ps.Address, ASN: ps.ASN, PeerConfig: ps.PeerConfig, LocalAddress: ov.LocalAddress[ps.Name], LocalPort: ov.LocalPort4Peer[ps.Name]}
+	peer := tables.BGPPeer{Name: ps.Name, Address: ps.Address, ASN: ps.ASN, PeerConfig: ps.PeerConfig, LocalAddress: ov.LocalAddress[ps.Name]}
 	var gw *tables.BGPDefaultGateway
 	if ps.DiscoverFamily != "" {
 		peer.DiscoveredFamily = ps.DiscoverFamily

@@ -74,7 +74,7 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 	self := p.Agent.Node()
 	initialized := false
 	reporter := &withheldReporter{events: p.Events, log: p.Log, reported: map[string]string{}}
-	podCIDRs := &podCIDRNotice{log: p.Log, logged: map[string]bool{}}
+	notices := &notices{log: p.Log}
 	tablesync.Loop(ctx, p.DB, func(txn statedb.ReadTxn, w *tablesync.Watches) {
 		node, _ := tablesync.Get(w, txn, p.Nodes, tables.NodeNameIndex.Query(self))
 		ccs := tablesync.All(w, txn, p.ClusterConfigs)
@@ -119,7 +119,7 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 		}
 
 		instances, routes, withheld := derive(in)
-		podCIDRs.notice(in.multiPool, in.adverts)
+		notices.update(in.multiPool, in.adverts, in.override)
 		wtxn := p.DB.WriteTxn(p.Instances, p.Routes)
 		if !initialized {
 			initDone(wtxn)

@@ -27,7 +27,7 @@ func prefixesOf(in inputs, entry tables.BGPAdvert, ipv6 bool, withheld map[strin
 	switch entry.Type {
 	case v2alpha1.BGPPodCIDRAdvert:
 		if in.multiPool {
-			break // see inputs.multiPool; podCIDRNotice logs it
+			break // see inputs.multiPool; notices logs it
 		}
 		for _, p := range in.self.PodCIDRs {
 			if fits(p) {

@@ -47,9 +47,6 @@ func peerToAPI(p tables.BGPPeer) *api.Peer {
 			IdleHoldTimeAfterReset: 5,
 		}},
 	}
-	if p.LocalPort != 0 {
-		out.Transport.LocalPort = uint32(p.LocalPort)
-	}
 	if p.LocalAddress.IsValid() {
 		out.Transport.LocalAddress = p.LocalAddress.String()
 	}

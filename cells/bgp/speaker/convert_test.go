@@ -11,13 +11,13 @@ import (
 
 func TestPeerToAPI(t *testing.T) {
 	p := tables.BGPPeer{Name: "tor", Address: netip.MustParseAddr("198.18.0.1"), ASN: 65000, LocalAddress: netip.MustParseAddr("198.18.0.11"),
-		LocalPort: 1790, PeerPort: 1179, ConnectRetrySeconds: 5, HoldTimeSeconds: 9, KeepAliveSeconds: 3, EBGPMultihop: 4,
+		PeerPort: 1179, ConnectRetrySeconds: 5, HoldTimeSeconds: 9, KeepAliveSeconds: 3, EBGPMultihop: 4,
 		GracefulRestart: true, RestartTimeSeconds: 30, Families: []string{"ipv4-unicast", "ipv6-unicast", "l2vpn-evpn"}, Password: "pw"}
 	got := peerToAPI(p)
 	switch {
 	case got.Conf.NeighborAddress != "198.18.0.1" || got.Conf.PeerAsn != 65000 || got.Conf.AuthPassword != "pw":
 		t.Errorf("conf %+v", got.Conf)
-	case got.Transport.LocalAddress != "198.18.0.11" || got.Transport.LocalPort != 1790 || got.Transport.RemotePort != 1179:
+	case got.Transport.LocalAddress != "198.18.0.11" || got.Transport.LocalPort != 0 || got.Transport.RemotePort != 1179:
 		t.Errorf("transport %+v", got.Transport)
 	case got.Timers.Config.HoldTime != 9 || got.Timers.Config.KeepaliveInterval != 3 || got.Timers.Config.ConnectRetry != 5:
 		t.Errorf("timers %+v", got.Timers.Config)
