@@ -17,10 +17,15 @@ const (
 	ConditionBGPPeersEstablished = "cilium.io/PeersEstablished"
 )
 
-// Reasons of the BGP conditions.
+// ReasonBGPInvalidSpec is InvalidSpec's one reason, True or False: as
+// Cilium's conditions of the cluster and peer configs, each type has a
+// reason of its own name.
+const ReasonBGPInvalidSpec = "InvalidSpec"
+
+// Reasons of the CiliumBGPNodeConfig's conditions (Herald's; Cilium's
+// node config has none).
 const (
 	ReasonBGPOK             = "OK"
-	ReasonBGPProblem        = "Problem"
 	ReasonBGPNotEstablished = "SessionsNotEstablished"
 	ReasonBGPNotConfigured  = "PeersNotConfigured"
 	ReasonBGPInstanceErrors = "InstanceErrors"

@@ -154,8 +154,9 @@ func TestBadInput(t *testing.T) {
 		}
 		noNode, ok1 := condition(got.Status.Conditions, v2alpha1.BGPClusterConfigConditionNoMatchingNode)
 		missing, ok2 := condition(got.Status.Conditions, v2alpha1.BGPClusterConfigConditionMissingPeerConfigs)
-		return ok1 && ok2 && noNode.Status == metav1.ConditionTrue && missing.Status == metav1.ConditionTrue &&
-			strings.Contains(missing.Message, "hbgp-nope"), fmt.Sprintf("%+v", got.Status.Conditions)
+		return ok1 && ok2 && noNode.Status == metav1.ConditionTrue && noNode.Reason == "NoMatchingNode" &&
+			missing.Status == metav1.ConditionTrue && missing.Reason == "MissingPeerConfigs" &&
+			missing.Message == "Referenced CiliumBGPPeerConfig(s) are missing: [hbgp-nope]", fmt.Sprintf("%+v", got.Status.Conditions)
 	})
 	waitFor(t, "InvalidSpec on hbgp-bad-adv", func() (bool, string) {
 		got, err := c.CiliumBGPAdvertisements().Get(ctxT(t), badAdv.Name, metav1.GetOptions{})
@@ -165,14 +166,15 @@ func TestBadInput(t *testing.T) {
 		cond, ok := condition(got.Status.Conditions, tables.ConditionBGPInvalidSpec)
 		return ok && cond.Status == metav1.ConditionTrue && strings.Contains(cond.Message, "advertisements[0].selector"), fmt.Sprintf("%+v", got.Status.Conditions)
 	})
-	// The shared config has none of these problems.
+	// The shared config has none of these problems: each condition is
+	// there, False, as Cilium keeps them.
 	got, err := c.CiliumBGPClusterConfigs().Get(ctxT(t), clusterConfigName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cond := range got.Status.Conditions {
-		if cond.Status == metav1.ConditionTrue {
-			t.Errorf("%s: %+v", clusterConfigName, cond)
+	for _, typ := range tables.BGPManagedConditions(v2alpha1.BGPClusterConfigKind) {
+		if cond, ok := condition(got.Status.Conditions, typ); !ok || cond.Status != metav1.ConditionFalse {
+			t.Errorf("%s: condition %s %+v (present: %v), want False", clusterConfigName, typ, cond, ok)
 		}
 	}
 	// Everything else as it was.

@@ -12,33 +12,35 @@ import (
 	"github.com/heraldlb/herald/tables"
 )
 
-// problem is one condition Herald manages on a resource: True with the
-// message while the problem exists. A problem a resource never had is not
-// added; one that went away turns False.
-type problem struct {
-	typ, message string // message "" = no problem
-}
+// The conditions of the cluster-wide BGP resources, as Cilium's operator
+// writes them (operator/pkg/bgpv2: update*Condition): every type always
+// present, False while all is well, with one reason per type and Cilium's
+// messages. Herald's InvalidSpec is shaped the same way.
 
-// clusterConfigProblems: Cilium's three conditions and InvalidSpec.
-func clusterConfigProblems(cc *tables.BGPClusterConfig, all []*tables.BGPClusterConfig, nodes []*tables.Node, peerConfigs map[string]*tables.BGPPeerConfig) []problem {
-	var selected []string
+// clusterConfigConditions: Cilium's three conditions and InvalidSpec.
+// owners are the cluster configs that apply on each node, by node name
+// (nodeOwners): a config that selects a node another config owns is told
+// so, the owner is not (Cilium's ConflictingClusterConfig).
+func clusterConfigConditions(cc *tables.BGPClusterConfig, nodes []*tables.Node, peerConfigs map[string]*tables.BGPPeerConfig, owners map[string]string) []tables.BGPCondition {
+	selected := 0
+	var conflicts []string
 	for _, n := range nodes {
-		if cc.SelectsNode(n.Labels) {
-			selected = append(selected, n.Name)
+		if !cc.SelectsNode(n.Labels) {
+			continue
+		}
+		selected++
+		if o := owners[n.Name]; o != "" && o != cc.Name && !slices.Contains(conflicts, o) {
+			conflicts = append(conflicts, o)
 		}
 	}
-	noMatch := ""
-	if len(selected) == 0 && cc.NodeSelectorError == "" {
-		noMatch = "no node matches spec.nodeSelector"
-	}
-	var missing []string
-	var invalid []string
+	slices.Sort(conflicts)
+	var missing, invalid []string
 	if cc.NodeSelectorError != "" {
 		invalid = append(invalid, cc.NodeSelectorError)
 	}
 	for _, inst := range cc.Instances {
 		for _, p := range inst.Peers {
-			if p.PeerConfig != "" && peerConfigs[p.PeerConfig] == nil && !slices.Contains(missing, p.PeerConfig) {
+			if p.PeerConfig != "" && peerConfigs[p.PeerConfig] == nil {
 				missing = append(missing, p.PeerConfig)
 			}
 			if p.AddressError != "" {
@@ -46,82 +48,79 @@ func clusterConfigProblems(cc *tables.BGPClusterConfig, all []*tables.BGPCluster
 			}
 		}
 	}
-	missingMsg := ""
+	slices.Sort(missing)
+	missing = slices.Compact(missing)
+
+	// A selector that does not parse selects nothing: InvalidSpec says
+	// so, NoMatchingNode would only repeat it.
+	noMatch := tables.BGPCondition{Type: v2alpha1.BGPClusterConfigConditionNoMatchingNode, Reason: "NoMatchingNode",
+		True: selected == 0 && cc.NodeSelectorError == "", Message: "No node matches spec.nodeSelector"}
+	missingPCs := tables.BGPCondition{Type: v2alpha1.BGPClusterConfigConditionMissingPeerConfigs, Reason: "MissingPeerConfigs"}
 	if len(missing) > 0 {
-		missingMsg = "CiliumBGPPeerConfigs not found: " + strings.Join(missing, ", ") + "; the peers that refer to them are not configured"
+		missingPCs.True, missingPCs.Message = true, fmt.Sprintf("Referenced CiliumBGPPeerConfig(s) are missing: %v", missing)
 	}
-	var conflicts []string
-	for _, other := range all {
-		if other.Name == cc.Name {
-			continue
-		}
-		for _, n := range nodes {
-			if cc.SelectsNode(n.Labels) && other.SelectsNode(n.Labels) {
-				conflicts = append(conflicts, fmt.Sprintf("%s (node %s)", other.Name, n.Name))
-				break
-			}
-		}
-	}
-	conflictMsg := ""
+	conflicting := tables.BGPCondition{Type: v2alpha1.BGPClusterConfigConditionConflictingClusterConfigs, Reason: "ConflictingClusterConfigs"}
 	if len(conflicts) > 0 {
-		conflictMsg = "selects nodes also selected by " + strings.Join(conflicts, ", ") + "; on such a node only the first by name applies"
+		conflicting.True, conflicting.Message = true, fmt.Sprintf("Selecting the same node(s) with ClusterConfig(s): %v", conflicts)
 	}
-	return []problem{
-		{v2alpha1.BGPClusterConfigConditionNoMatchingNode, noMatch},
-		{v2alpha1.BGPClusterConfigConditionMissingPeerConfigs, missingMsg},
-		{v2alpha1.BGPClusterConfigConditionConflictingClusterConfigs, conflictMsg},
-		{tables.ConditionBGPInvalidSpec, strings.Join(invalid, "; ")},
-	}
+	return []tables.BGPCondition{noMatch, missingPCs, conflicting, invalidSpec(invalid)}
 }
 
-// peerConfigProblems: Cilium's MissingAuthSecret and InvalidSpec.
-func peerConfigProblems(pc *tables.BGPPeerConfig, secrets map[string]*tables.BGPSecret, namespace string) []problem {
-	missing := ""
+// peerConfigConditions: Cilium's MissingAuthSecret and InvalidSpec. A
+// Secret without the "password" key counts as missing too: Herald does
+// not configure the peers without their password (Cilium only checks
+// that the Secret exists).
+func peerConfigConditions(pc *tables.BGPPeerConfig, secrets map[string]*tables.BGPSecret) []tables.BGPCondition {
+	missing := tables.BGPCondition{Type: v2alpha1.BGPPeerConfigConditionMissingAuthSecret, Reason: "MissingAuthSecret"}
 	if pc.AuthSecret != "" {
 		s, ok := secrets[pc.AuthSecret]
 		switch {
 		case !ok:
-			missing = fmt.Sprintf("Secret %s/%s not found; peers using this config are not configured", namespace, pc.AuthSecret)
+			missing.True, missing.Message = true, fmt.Sprintf("Referenced Auth Secret %q is missing", pc.AuthSecret)
 		case !s.HasPassword:
-			missing = fmt.Sprintf("Secret %s/%s has no \"password\" key; peers using this config are not configured", namespace, pc.AuthSecret)
+			missing.True, missing.Message = true, fmt.Sprintf("Referenced Auth Secret %q has no \"password\" key", pc.AuthSecret)
 		}
 	}
-	return []problem{
-		{v2alpha1.BGPPeerConfigConditionMissingAuthSecret, missing},
-		{tables.ConditionBGPInvalidSpec, strings.Join(append(slices.Clone(pc.Errors), pc.SelectorErrors()...), "; ")},
-	}
+	return []tables.BGPCondition{missing, invalidSpec(append(slices.Clone(pc.Errors), pc.SelectorErrors()...))}
 }
 
-// advertisementProblems: InvalidSpec.
-func advertisementProblems(a *tables.BGPAdvertisement) []problem {
-	return []problem{{tables.ConditionBGPInvalidSpec, strings.Join(a.Errors(), "; ")}}
+// advertisementConditions: InvalidSpec.
+func advertisementConditions(a *tables.BGPAdvertisement) []tables.BGPCondition {
+	return []tables.BGPCondition{invalidSpec(a.Errors())}
 }
 
-// applyProblems returns the conditions with the problems applied, and
-// whether that differs from the current ones.
-func applyProblems(current []metav1.Condition, problems []problem, generation int64, now time.Time) ([]metav1.Condition, bool) {
-	out := make([]metav1.Condition, 0, len(current)+len(problems))
+func invalidSpec(problems []string) tables.BGPCondition {
+	return tables.BGPCondition{Type: tables.ConditionBGPInvalidSpec, Reason: tables.ReasonBGPInvalidSpec,
+		True: len(problems) > 0, Message: strings.Join(problems, "; ")}
+}
+
+// applyConditions returns the conditions with Herald's set as want says
+// and the managed types want lacks removed (status reporting off), the
+// others' left alone, sorted by type as Cilium sorts them; and whether
+// anything users see changed.
+func applyConditions(current []metav1.Condition, want []tables.BGPCondition, managed []string, generation int64, now time.Time) ([]metav1.Condition, bool) {
+	out := make([]metav1.Condition, 0, len(current)+len(want))
 	changed := false
-	ours := map[string]bool{}
-	for _, p := range problems {
-		ours[p.typ] = true
-		old, had := findCondition(current, p.typ)
-		if p.message == "" && !had {
-			continue
+	for _, w := range want {
+		old, had := findCondition(current, w.Type)
+		c := metav1.Condition{Type: w.Type, Status: metav1.ConditionFalse, Reason: w.Reason, Message: w.Message, ObservedGeneration: generation}
+		if w.True {
+			c.Status = metav1.ConditionTrue
 		}
-		want := metav1.Condition{Type: p.typ, Status: metav1.ConditionFalse, Reason: tables.ReasonBGPOK, ObservedGeneration: generation}
-		if p.message != "" {
-			want.Status, want.Reason, want.Message = metav1.ConditionTrue, tables.ReasonBGPProblem, p.message
-		}
-		want, diff := transition(old, had, want, now)
+		c, diff := transition(old, had, c, now)
 		changed = changed || diff
-		out = append(out, want)
+		out = append(out, c)
 	}
 	for _, c := range current {
-		if !ours[c.Type] {
+		switch {
+		case slices.ContainsFunc(want, func(w tables.BGPCondition) bool { return w.Type == c.Type }):
+		case slices.Contains(managed, c.Type):
+			changed = true // Herald's, no longer wanted
+		default:
 			out = append(out, c)
 		}
 	}
+	slices.SortStableFunc(out, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
 	return out, changed
 }
 

@@ -2,73 +2,113 @@ package status
 
 import (
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/tables"
 )
 
-func TestClusterConfigProblems(t *testing.T) {
+// The cluster config's conditions: every type present, Cilium's reasons
+// and messages; a conflict is told to the config that does not own the
+// node, not to its owner.
+func TestClusterConfigConditions(t *testing.T) {
 	rack := func(r string) *metav1.LabelSelector {
 		return &metav1.LabelSelector{MatchLabels: map[string]string{"rack": r}}
 	}
-	a := &tables.BGPClusterConfig{Name: "a", NodeSelector: rack("1"), Instances: []tables.BGPInstanceSpec{{Name: "i",
-		Peers: []tables.BGPPeerSpec{{Name: "p", PeerConfig: "missing"}, {Name: "q", PeerConfig: "there"}, {Name: "r", AddressError: `"x" is not an IP address`}}}}}
-	b := &tables.BGPClusterConfig{Name: "b"} // every node
-	c := &tables.BGPClusterConfig{Name: "c", NodeSelector: rack("9")}
-	nodes := []*tables.Node{{Name: "n1", Labels: map[string]string{"rack": "1"}}}
+	nodes := []*tables.Node{{Name: "n1", Labels: map[string]string{"rack": "1"}}, {Name: "n2", Labels: map[string]string{"rack": "2"}}}
 	pcs := map[string]*tables.BGPPeerConfig{"there": {Name: "there"}}
-	all := []*tables.BGPClusterConfig{a, b, c}
-
-	byType := func(ps []problem) map[string]string {
-		m := map[string]string{}
-		for _, p := range ps {
-			m[p.typ] = p.message
-		}
-		return m
-	}
-	pa := byType(clusterConfigProblems(a, all, nodes, pcs))
-	if !strings.Contains(pa[v2alpha1.BGPClusterConfigConditionMissingPeerConfigs], "missing") || strings.Contains(pa[v2alpha1.BGPClusterConfigConditionMissingPeerConfigs], "there") {
-		t.Errorf("missing: %q", pa[v2alpha1.BGPClusterConfigConditionMissingPeerConfigs])
-	}
-	if !strings.Contains(pa[v2alpha1.BGPClusterConfigConditionConflictingClusterConfigs], "b (node n1)") {
-		t.Errorf("conflict: %q", pa[v2alpha1.BGPClusterConfigConditionConflictingClusterConfigs])
-	}
-	if pa[v2alpha1.BGPClusterConfigConditionNoMatchingNode] != "" || !strings.Contains(pa[tables.ConditionBGPInvalidSpec], `peer "r"`) {
-		t.Errorf("a: %v", pa)
-	}
-	pc := byType(clusterConfigProblems(c, all, nodes, pcs))
-	if pc[v2alpha1.BGPClusterConfigConditionNoMatchingNode] == "" || pc[v2alpha1.BGPClusterConfigConditionConflictingClusterConfigs] != "" {
-		t.Errorf("c: %v", pc)
+	owners := map[string]string{"n1": "a", "n2": "b"}
+	for _, tt := range []struct {
+		name string
+		cc   *tables.BGPClusterConfig
+		want []tables.BGPCondition // NoMatchingNode, MissingPeerConfigs, ConflictingClusterConfig, InvalidSpec
+	}{
+		{"all well: every condition False", &tables.BGPClusterConfig{Name: "a", NodeSelector: rack("1"),
+			Instances: []tables.BGPInstanceSpec{{Name: "i", Peers: []tables.BGPPeerSpec{{Name: "p", PeerConfig: "there"}}}}},
+			[]tables.BGPCondition{
+				{Type: "cilium.io/NoMatchingNode", Reason: "NoMatchingNode", Message: "No node matches spec.nodeSelector"},
+				{Type: "cilium.io/MissingPeerConfigs", Reason: "MissingPeerConfigs"},
+				{Type: "cilium.io/ConflictingClusterConfig", Reason: "ConflictingClusterConfigs"},
+				{Type: "cilium.io/InvalidSpec", Reason: "InvalidSpec"},
+			}},
+		{"no node, missing peer configs (sorted, once each), a bad address", &tables.BGPClusterConfig{Name: "c", NodeSelector: rack("9"),
+			Instances: []tables.BGPInstanceSpec{{Name: "i", Peers: []tables.BGPPeerSpec{{Name: "p", PeerConfig: "zz"}, {Name: "q", PeerConfig: "there"},
+				{Name: "r", PeerConfig: "aa", AddressError: `"x" is not an IP address`}, {Name: "s", PeerConfig: "zz"}}}}},
+			[]tables.BGPCondition{
+				{Type: "cilium.io/NoMatchingNode", True: true, Reason: "NoMatchingNode", Message: "No node matches spec.nodeSelector"},
+				{Type: "cilium.io/MissingPeerConfigs", True: true, Reason: "MissingPeerConfigs", Message: "Referenced CiliumBGPPeerConfig(s) are missing: [aa zz]"},
+				{Type: "cilium.io/ConflictingClusterConfig", Reason: "ConflictingClusterConfigs"},
+				{Type: "cilium.io/InvalidSpec", True: true, Reason: "InvalidSpec", Message: `instance "i" peer "r": peerAddress "x" is not an IP address`},
+			}},
+		{"selects nodes owned by others: told, with the owners", &tables.BGPClusterConfig{Name: "z"},
+			[]tables.BGPCondition{
+				{Type: "cilium.io/NoMatchingNode", Reason: "NoMatchingNode", Message: "No node matches spec.nodeSelector"},
+				{Type: "cilium.io/MissingPeerConfigs", Reason: "MissingPeerConfigs"},
+				{Type: "cilium.io/ConflictingClusterConfig", True: true, Reason: "ConflictingClusterConfigs", Message: "Selecting the same node(s) with ClusterConfig(s): [a b]"},
+				{Type: "cilium.io/InvalidSpec", Reason: "InvalidSpec"},
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := clusterConfigConditions(tt.cc, nodes, pcs, owners)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			}
+		})
 	}
 }
 
-func TestApplyProblems(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	// A problem that never existed is not added.
-	conds, changed := applyProblems(nil, []problem{{typ: "x/A"}}, 1, t0)
-	if len(conds) != 0 || changed {
-		t.Fatalf("%v %v", conds, changed)
+func TestPeerConfigConditions(t *testing.T) {
+	secrets := map[string]*tables.BGPSecret{"ok": {Name: "ok", HasPassword: true}, "empty": {Name: "empty"}}
+	for _, tt := range []struct {
+		secret string
+		want   tables.BGPCondition
+	}{
+		{"", tables.BGPCondition{Type: "cilium.io/MissingAuthSecret", Reason: "MissingAuthSecret"}},
+		{"ok", tables.BGPCondition{Type: "cilium.io/MissingAuthSecret", Reason: "MissingAuthSecret"}},
+		{"gone", tables.BGPCondition{Type: "cilium.io/MissingAuthSecret", True: true, Reason: "MissingAuthSecret", Message: `Referenced Auth Secret "gone" is missing`}},
+		{"empty", tables.BGPCondition{Type: "cilium.io/MissingAuthSecret", True: true, Reason: "MissingAuthSecret", Message: `Referenced Auth Secret "empty" has no "password" key`}},
+	} {
+		got := peerConfigConditions(&tables.BGPPeerConfig{Name: "pc", AuthSecret: tt.secret}, secrets)
+		if len(got) != 2 || got[0] != tt.want || got[1] != (tables.BGPCondition{Type: "cilium.io/InvalidSpec", Reason: "InvalidSpec"}) {
+			t.Errorf("secret %q: %+v, want %+v and InvalidSpec False", tt.secret, got, tt.want)
+		}
 	}
-	// It appears True; other conditions are kept.
-	other := metav1.Condition{Type: "other/B", Status: metav1.ConditionTrue}
-	conds, changed = applyProblems([]metav1.Condition{other}, []problem{{typ: "x/A", message: "broken"}}, 1, t0)
-	if !changed || len(conds) != 2 || conds[0].Status != metav1.ConditionTrue || conds[0].Message != "broken" || conds[1] != other {
+}
+
+func TestApplyConditions(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	managed := []string{"x/A", "x/B"}
+	ok := []tables.BGPCondition{{Type: "x/B", Reason: "B"}, {Type: "x/A", Reason: "A"}}
+	// All well: each condition present, False, sorted by type; another
+	// writer's condition is kept.
+	other := metav1.Condition{Type: "other/C", Status: metav1.ConditionTrue}
+	conds, changed := applyConditions([]metav1.Condition{other}, ok, managed, 1, t0)
+	if !changed || len(conds) != 3 || conds[0].Type != "other/C" || conds[1].Type != "x/A" || conds[1].Status != metav1.ConditionFalse || conds[1].Reason != "A" {
 		t.Fatalf("%+v", conds)
 	}
 	// Unchanged: no write, the transition time stays.
-	again, changed := applyProblems(conds, []problem{{typ: "x/A", message: "broken"}}, 1, t0.Add(time.Hour))
-	if changed || !again[0].LastTransitionTime.Time.Equal(t0) {
+	again, changed := applyConditions(conds, ok, managed, 1, t0.Add(time.Hour))
+	if changed || !again[1].LastTransitionTime.Time.Equal(t0) {
 		t.Fatalf("%+v %v", again, changed)
 	}
-	// Fixed: False.
-	fixed, changed := applyProblems(conds, []problem{{typ: "x/A"}}, 2, t0.Add(time.Hour))
-	if !changed || fixed[0].Status != metav1.ConditionFalse || fixed[0].ObservedGeneration != 2 {
-		t.Fatalf("%+v", fixed)
+	// A problem: True with its message, a new transition time.
+	broken := []tables.BGPCondition{{Type: "x/A", True: true, Reason: "A", Message: "broken"}, {Type: "x/B", Reason: "B"}}
+	conds, changed = applyConditions(conds, broken, managed, 2, t0.Add(time.Hour))
+	if !changed || conds[1].Status != metav1.ConditionTrue || conds[1].Message != "broken" || conds[1].ObservedGeneration != 2 ||
+		!conds[1].LastTransitionTime.Time.Equal(t0.Add(time.Hour)) || !conds[2].LastTransitionTime.Time.Equal(t0) {
+		t.Fatalf("%+v", conds)
+	}
+	// Status reporting off: Herald's conditions go, the other stays.
+	conds, changed = applyConditions(conds, nil, managed, 2, t0)
+	if !changed || len(conds) != 1 || conds[0] != other {
+		t.Fatalf("%+v %v", conds, changed)
+	}
+	if _, changed = applyConditions(conds, nil, managed, 2, t0); changed {
+		t.Fatalf("nothing left to remove, yet a change")
 	}
 }
 

@@ -29,17 +29,13 @@ type conditionWriter struct {
 }
 
 func (w *conditionWriter) Update(ctx context.Context, _ statedb.ReadTxn, _ statedb.Revision, s *tables.BGPResourceStatus) error {
-	problems := make([]problem, len(s.Problems))
-	for i, p := range s.Problems {
-		problems[i] = problem{typ: p.Type, message: p.Message}
-	}
-	conds, changed := applyProblems(s.Conditions, problems, s.Generation, w.now())
+	conds, changed := applyConditions(s.Conditions, s.Want, tables.BGPManagedConditions(s.Kind), s.Generation, w.now())
 	if !changed {
 		return nil
 	}
-	for _, pr := range problems {
-		if pr.message != "" {
-			w.log.Warn("BGP resource has a problem", "kind", s.Kind, "name", s.Name, "condition", pr.typ, "message", pr.message)
+	for _, c := range s.Want {
+		if old, had := findCondition(s.Conditions, c.Type); c.True && !(had && old.Status == metav1.ConditionTrue && old.Message == c.Message) {
+			w.log.Warn("BGP resource has a problem", "kind", s.Kind, "name", s.Name, "condition", c.Type, "message", c.Message)
 		}
 	}
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": s.UID}, "status": map[string]any{"conditions": conds}})

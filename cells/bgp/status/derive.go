@@ -54,7 +54,7 @@ func registerDerivations(p deriveParams) {
 			advs := tablesync.All(w, txn, p.Adverts)
 			secrets := tablesync.All(w, txn, p.Secrets)
 			nodes := tablesync.All(w, txn, p.Nodes)
-			rows := resourceStatus(statedb.Collect(ccs), statedb.Collect(pcs), statedb.Collect(advs), statedb.Collect(secrets), statedb.Collect(nodes), p.BGP.BGPSecretsNamespace)
+			rows := resourceStatus(statedb.Collect(ccs), statedb.Collect(pcs), statedb.Collect(advs), statedb.Collect(secrets), statedb.Collect(nodes))
 			wtxn := p.DB.WriteTxn(p.ResourceStatus)
 			tablesync.Sync(wtxn, p.ResourceStatus, rows, (*tables.BGPResourceStatus).Key, (*tables.BGPResourceStatus).Same)
 			wtxn.Commit()
@@ -88,7 +88,7 @@ func registerDerivations(p deriveParams) {
 
 // resourceStatus is the row of every cluster-wide BGP resource: pure.
 func resourceStatus(ccs []*tables.BGPClusterConfig, pcs []*tables.BGPPeerConfig, advs []*tables.BGPAdvertisement,
-	secrets []*tables.BGPSecret, nodes []*tables.Node, secretsNamespace string) []*tables.BGPResourceStatus {
+	secrets []*tables.BGPSecret, nodes []*tables.Node) []*tables.BGPResourceStatus {
 	pcByName := map[string]*tables.BGPPeerConfig{}
 	for _, pc := range pcs {
 		pcByName[pc.Name] = pc
@@ -98,23 +98,35 @@ func resourceStatus(ccs []*tables.BGPClusterConfig, pcs []*tables.BGPPeerConfig,
 		secretByName[s.Name] = s
 	}
 	var rows []*tables.BGPResourceStatus
-	add := func(kind, name, uid string, generation int64, conditions []metav1.Condition, problems []problem) {
-		row := &tables.BGPResourceStatus{Kind: kind, Name: name, UID: uid, Generation: generation,
-			Conditions: slices.Clone(conditions), Status: reconciler.StatusPending()}
-		for _, pr := range problems {
-			row.Problems = append(row.Problems, tables.BGPProblem{Type: pr.typ, Message: pr.message})
-		}
-		rows = append(rows, row)
+	add := func(kind, name, uid string, generation int64, conditions []metav1.Condition, want []tables.BGPCondition) {
+		rows = append(rows, &tables.BGPResourceStatus{Kind: kind, Name: name, UID: uid, Generation: generation,
+			Conditions: slices.Clone(conditions), Want: want, Status: reconciler.StatusPending()})
 	}
+	owners := nodeOwners(ccs, nodes)
 	for _, cc := range ccs {
-		add(v2alpha1.BGPClusterConfigKind, cc.Name, cc.UID, cc.Generation, cc.Conditions, clusterConfigProblems(cc, ccs, nodes, pcByName))
+		add(v2alpha1.BGPClusterConfigKind, cc.Name, cc.UID, cc.Generation, cc.Conditions, clusterConfigConditions(cc, nodes, pcByName, owners))
 	}
 	for _, pc := range pcs {
-		add(v2alpha1.BGPPeerConfigKind, pc.Name, pc.UID, pc.Generation, pc.Conditions, peerConfigProblems(pc, secretByName, secretsNamespace))
+		add(v2alpha1.BGPPeerConfigKind, pc.Name, pc.UID, pc.Generation, pc.Conditions, peerConfigConditions(pc, secretByName))
 	}
 	for _, a := range advs {
-		add(v2alpha1.BGPAdvertisementKind, a.Name, a.UID, a.Generation, a.Conditions, advertisementProblems(a))
+		add(v2alpha1.BGPAdvertisementKind, a.Name, a.UID, a.Generation, a.Conditions, advertisementConditions(a))
 	}
 	slices.SortFunc(rows, func(a, b *tables.BGPResourceStatus) int { return strings.Compare(a.Key(), b.Key()) })
 	return rows
+}
+
+// nodeOwners maps each node some cluster config selects to the one that
+// applies there: the first by name (as bgp-desired decides).
+func nodeOwners(ccs []*tables.BGPClusterConfig, nodes []*tables.Node) map[string]string {
+	owners := map[string]string{}
+	for _, n := range nodes {
+		for _, cc := range ccs {
+			if cc.SelectsNode(n.Labels) {
+				owners[n.Name] = cc.Name
+				break
+			}
+		}
+	}
+	return owners
 }
