@@ -36,10 +36,10 @@ func TestReflectionsPerFeature(t *testing.T) {
 			want: append(slices.Clone(lbipam), tables.CiliumNodesTableName, tables.NamespacesTableName, tables.NodesTableName, tables.PodIPPoolsTableName, tables.PodsTableName)},
 		{name: "BGP", flags: []string{"--enable-bgp-control-plane", "--bgp-secrets-namespace=bgp"},
 			want: append(slices.Clone(lbipam), tables.BGPAdvertisementsTableName, tables.BGPClusterConfigsTableName, tables.BGPNodeOverridesTableName,
-				tables.BGPNodeConfigsTableName, tables.BGPPeerConfigsTableName, tables.BGPSecretsTableName+" in bgp", tables.EndpointSlicesTableName, tables.NodesTableName)},
+				tables.BGPNodeConfigsTableName, tables.BGPNodeOwnersTableName, tables.BGPPeerConfigsTableName, tables.BGPSecretsTableName+" in bgp", tables.EndpointSlicesTableName, tables.NodesTableName)},
 		{name: "BGP with multi-pool IPAM", flags: []string{"--enable-bgp-control-plane", "--ipam=multi-pool"},
 			want: append(slices.Clone(lbipam), tables.BGPAdvertisementsTableName, tables.BGPClusterConfigsTableName, tables.BGPNodeOverridesTableName,
-				tables.BGPNodeConfigsTableName, tables.BGPPeerConfigsTableName, tables.BGPSecretsTableName+" in kube-system", tables.CiliumNodesTableName,
+				tables.BGPNodeConfigsTableName, tables.BGPNodeOwnersTableName, tables.BGPPeerConfigsTableName, tables.BGPSecretsTableName+" in kube-system", tables.CiliumNodesTableName,
 				tables.EndpointSlicesTableName, tables.NamespacesTableName, tables.NodesTableName, tables.PodIPPoolsTableName, tables.PodsTableName)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cilium/statedb"
 	"github.com/cilium/statedb/index"
@@ -30,6 +31,9 @@ type BGPClusterConfig struct {
 	Name       string `json:"name"`
 	UID        string `json:"uid"`
 	Generation int64  `json:"generation"`
+	// CreationTimestamp decides which of several cluster configs gets a
+	// node none of them holds yet (BGPOwnerOf).
+	CreationTimestamp time.Time `json:"creationTimestamp"`
 
 	NodeSelector      *metav1.LabelSelector `json:"nodeSelector,omitempty"`
 	NodeSelectorError string                `json:"nodeSelectorError,omitempty"`

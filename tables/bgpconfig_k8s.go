@@ -15,7 +15,7 @@ import (
 
 // BGPClusterConfigFromK8s converts a CiliumBGPClusterConfig.
 func BGPClusterConfigFromK8s(c *v2alpha1.CiliumBGPClusterConfig) *BGPClusterConfig {
-	out := &BGPClusterConfig{Name: c.Name, UID: string(c.UID), Generation: c.Generation,
+	out := &BGPClusterConfig{Name: c.Name, UID: string(c.UID), Generation: c.Generation, CreationTimestamp: c.CreationTimestamp.Time,
 		NodeSelector: c.Spec.NodeSelector.DeepCopy(), NodeSelectorError: checkSelector(c.Spec.NodeSelector, "spec.nodeSelector"),
 		Conditions: slices.Clone(c.Status.Conditions), nodeSel: parseSelector(c.Spec.NodeSelector)}
 	for _, i := range c.Spec.BGPInstances {

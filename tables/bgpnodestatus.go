@@ -16,10 +16,16 @@ const BGPNodeStatusTableName = "bgp-node-status"
 // cell reconciles it into the object (created with the first instance,
 // deleted with the last).
 type BGPNodeStatus struct {
-	Node      string          `json:"node"`
-	NodeUID   string          `json:"nodeUID,omitempty"` // the owner; "" until the Node is seen
-	Instances []*BGPInstance  `json:"instances"`
-	Peers     []*BGPPeerState `json:"peers"`
+	Node    string `json:"node"`
+	NodeUID string `json:"nodeUID,omitempty"` // the owner; "" until the Node is seen
+	// ClusterConfig is the cluster config the instances come from, named
+	// in the object's annotation BGPClusterConfigAnnotation; Contested
+	// says that several select the node, and labels the object
+	// BGPContestedLabel for the other agents to see which holds it.
+	ClusterConfig string          `json:"clusterConfig,omitempty"`
+	Contested     bool            `json:"contested,omitempty"`
+	Instances     []*BGPInstance  `json:"instances"`
+	Peers         []*BGPPeerState `json:"peers"`
 	// Seen is the object's resourceVersion as last reflected ("" while
 	// there is none): a change by someone else makes the row differ, and
 	// be reconciled again.

@@ -71,7 +71,6 @@ func (s *BGPResourceStatus) Problems() int {
 	return n
 }
 
-
 // Key is "<kind>/<name>".
 func (s *BGPResourceStatus) Key() string { return s.Kind + "/" + s.Name }
 

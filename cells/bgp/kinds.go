@@ -21,6 +21,7 @@ var kinds = cell.Module(
 	cell.ProvidePrivate(
 		tables.NewBGPClusterConfigsTable, tables.NewBGPPeerConfigsTable, tables.NewBGPAdvertisementsTable,
 		tables.NewBGPNodeOverridesTable, tables.NewBGPSecretsTable, tables.NewBGPNodeConfigsTable,
+		tables.NewBGPNodeOwnersTable,
 	),
 	cell.Provide(
 		statedb.RWTable[*tables.BGPClusterConfig].ToTable,
@@ -29,7 +30,8 @@ var kinds = cell.Module(
 		statedb.RWTable[*tables.BGPNodeOverride].ToTable,
 		statedb.RWTable[*tables.BGPSecret].ToTable,
 		statedb.RWTable[*tables.BGPNodeConfig].ToTable,
-		clusterConfigKind, peerConfigKind, advertisementKind, nodeOverrideKind, secretKind, nodeConfigKind,
+		statedb.RWTable[*tables.BGPNodeOwner].ToTable,
+		clusterConfigKind, peerConfigKind, advertisementKind, nodeOverrideKind, secretKind, nodeConfigKind, nodeOwnerKind,
 	),
 )
 
@@ -93,5 +95,20 @@ func nodeConfigKind(t statedb.RWTable[*tables.BGPNodeConfig]) k8sreflect.KindOut
 			return k8sreflect.ListWatch(c.Herald.CiliumV2alpha1().CiliumBGPNodeConfigs(), fields.OneTermEqualSelector("metadata.name", c.Node).String())
 		},
 		Transform: tables.BGPNodeConfigFromK8s,
+	})
+}
+
+// The CiliumBGPNodeConfigs of every node several cluster configs select
+// (labelled so by their agents): which cluster config holds each. Only
+// those: the others change with every session counter, and every agent
+// watching every node's would cost the API server a write to each agent
+// for each.
+func nodeOwnerKind(t statedb.RWTable[*tables.BGPNodeOwner]) k8sreflect.KindOut {
+	return k8sreflect.Define(t, k8sreflect.Def[*v2alpha1.CiliumBGPNodeConfig, *tables.BGPNodeOwner]{
+		Name: "bgp-node-owners", Example: &v2alpha1.CiliumBGPNodeConfig{},
+		ListWatch: func(c k8sreflect.Clients, _ string) cache.ListerWatcher {
+			return k8sreflect.ListWatchSelected(c.Herald.CiliumV2alpha1().CiliumBGPNodeConfigs(), "", tables.BGPContestedLabel)
+		},
+		Transform: tables.BGPNodeOwnerFromK8s,
 	})
 }

@@ -48,6 +48,8 @@ func Kube(opts ...KubeOption) cell.Cell {
 			tables.NewBGPAdvertisementsTable, statedb.RWTable[*tables.BGPAdvertisement].ToTable,
 			tables.NewBGPNodeOverridesTable, statedb.RWTable[*tables.BGPNodeOverride].ToTable,
 			tables.NewBGPSecretsTable, statedb.RWTable[*tables.BGPSecret].ToTable,
+			tables.NewBGPNodeConfigsTable, statedb.RWTable[*tables.BGPNodeConfig].ToTable,
+			tables.NewBGPNodeOwnersTable, statedb.RWTable[*tables.BGPNodeOwner].ToTable,
 			tables.NewPodIPPoolsTable, statedb.RWTable[*tables.PodIPPool].ToTable,
 			tables.NewCiliumNodesTable, statedb.RWTable[*tables.CiliumNode].ToTable,
 			func(p kubeParams) hive.ScriptCmdsOut { return newKube(p, o).commands() },
@@ -78,6 +80,8 @@ type kubeParams struct {
 	BGPAdvertisement statedb.RWTable[*tables.BGPAdvertisement]
 	BGPNodeOverrides statedb.RWTable[*tables.BGPNodeOverride]
 	BGPSecrets       statedb.RWTable[*tables.BGPSecret]
+	BGPNodeConfigs   statedb.RWTable[*tables.BGPNodeConfig]
+	BGPNodeOwners    statedb.RWTable[*tables.BGPNodeOwner]
 	PodIPPools       statedb.RWTable[*tables.PodIPPool]
 	CiliumNodes      statedb.RWTable[*tables.CiliumNode]
 }
@@ -93,7 +97,8 @@ type kube struct {
 func newKube(p kubeParams, o kubeOptions) *kube {
 	k := &kube{kubeParams: p, clock: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	k.all = []statedb.TableMeta{p.Services, p.LBPools, p.L2Policies, p.Nodes, p.EndpointSlices,
-		p.BGPClusterConfig, p.BGPPeerConfigs, p.BGPAdvertisement, p.BGPNodeOverrides, p.BGPSecrets, p.PodIPPools, p.CiliumNodes}
+		p.BGPClusterConfig, p.BGPPeerConfigs, p.BGPAdvertisement, p.BGPNodeOverrides, p.BGPSecrets, p.BGPNodeConfigs, p.BGPNodeOwners,
+		p.PodIPPools, p.CiliumNodes}
 	wtxn := p.DB.WriteTxn(k.all...)
 	k.synced = []func(statedb.WriteTxn){
 		p.Services.RegisterInitializer(wtxn, "script"), p.LBPools.RegisterInitializer(wtxn, "script"),
@@ -101,6 +106,7 @@ func newKube(p kubeParams, o kubeOptions) *kube {
 		p.EndpointSlices.RegisterInitializer(wtxn, "script"), p.BGPClusterConfig.RegisterInitializer(wtxn, "script"),
 		p.BGPPeerConfigs.RegisterInitializer(wtxn, "script"), p.BGPAdvertisement.RegisterInitializer(wtxn, "script"),
 		p.BGPNodeOverrides.RegisterInitializer(wtxn, "script"), p.BGPSecrets.RegisterInitializer(wtxn, "script"),
+		p.BGPNodeConfigs.RegisterInitializer(wtxn, "script"), p.BGPNodeOwners.RegisterInitializer(wtxn, "script"),
 		p.PodIPPools.RegisterInitializer(wtxn, "script"), p.CiliumNodes.RegisterInitializer(wtxn, "script"),
 	}
 	if !o.waitForSynced {
@@ -127,10 +133,31 @@ func newKube(p kubeParams, o kubeOptions) *kube {
 				row.CreationTimestamp = k.tick()
 			}
 		}),
-		"CiliumL2AnnouncementPolicy":  kind(p.L2Policies, tables.L2PolicyFromK8s, nil),
-		"Node":                        kind(p.Nodes, tables.NodeFromK8s, nil),
-		"EndpointSlice":               kind(p.EndpointSlices, tables.EndpointSliceFromK8s, nil),
-		"CiliumBGPClusterConfig":      kind(p.BGPClusterConfig, tables.BGPClusterConfigFromK8s, nil),
+		"CiliumL2AnnouncementPolicy": kind(p.L2Policies, tables.L2PolicyFromK8s, nil),
+		"Node":                       kind(p.Nodes, tables.NodeFromK8s, nil),
+		"EndpointSlice":              kind(p.EndpointSlices, tables.EndpointSliceFromK8s, nil),
+		"CiliumBGPClusterConfig": kind(p.BGPClusterConfig, tables.BGPClusterConfigFromK8s, func(wtxn statedb.WriteTxn, row *tables.BGPClusterConfig) {
+			if old, _, ok := p.BGPClusterConfig.Get(wtxn, tables.BGPClusterConfigNameIndex.Query(row.Name)); ok {
+				row.CreationTimestamp = old.CreationTimestamp
+			} else if row.CreationTimestamp.IsZero() {
+				row.CreationTimestamp = k.tick()
+			}
+		}),
+		// Into both tables the agent fills from CiliumBGPNodeConfigs: the
+		// node's own (any node's, here) and the contested ones.
+		"CiliumBGPNodeConfig": func(wtxn statedb.WriteTxn, doc []byte, del bool) error {
+			if err := kind(p.BGPNodeConfigs, tables.BGPNodeConfigFromK8s, nil)(wtxn, doc, del); err != nil {
+				return err
+			}
+			var o v2alpha1.CiliumBGPNodeConfig
+			if err := yaml.UnmarshalStrict(doc, &o); err != nil {
+				return err
+			}
+			if _, contested := o.Labels[tables.BGPContestedLabel]; !contested {
+				del = true
+			}
+			return kind(p.BGPNodeOwners, tables.BGPNodeOwnerFromK8s, nil)(wtxn, doc, del)
+		},
 		"CiliumBGPPeerConfig":         kind(p.BGPPeerConfigs, tables.BGPPeerConfigFromK8s, nil),
 		"CiliumBGPAdvertisement":      kind(p.BGPAdvertisement, tables.BGPAdvertisementFromK8s, nil),
 		"CiliumBGPNodeConfigOverride": kind(p.BGPNodeOverrides, tables.BGPNodeOverrideFromK8s, nil),

@@ -9,7 +9,8 @@
 // Reads: tables nodes, bgp-cluster-configs, bgp-peer-configs,
 // bgp-advertisements, bgp-node-overrides, bgp-secrets, services,
 // endpoint-slices, bgp-default-gateways and bgp-link-neighbors (peers
-// found by autoDiscovery),
+// found by autoDiscovery), bgp-node-configs and bgp-node-owners (which
+// cluster config each node runs, when several select it),
 // devices (router IDs of IPv6-only nodes, Interface advertisements);
 // with multi-pool IPAM pod-ip-pools and cilium-nodes.
 // Writes: tables bgp-instances, bgp-routes; Events (BGPNotAdvertised, on a
@@ -47,7 +48,7 @@ func reflections(bgp bgpconfig.Config, agent agentconfig.Config) tables.Reflecti
 	}
 	r := tables.Reflect(tables.ServicesTableName, tables.NodesTableName, tables.EndpointSlicesTableName,
 		tables.BGPClusterConfigsTableName, tables.BGPPeerConfigsTableName, tables.BGPAdvertisementsTableName,
-		tables.BGPNodeOverridesTableName)
+		tables.BGPNodeOverridesTableName, tables.BGPNodeConfigsTableName, tables.BGPNodeOwnersTableName)
 	r.Reflections = append(r.Reflections, tables.ReflectIn(tables.BGPSecretsTableName, bgp.BGPSecretsNamespace))
 	if agent.MultiPool() {
 		r.Reflections = append(r.Reflections, tables.Reflect(tables.PodIPPoolsTableName, tables.CiliumNodesTableName).Reflections...)

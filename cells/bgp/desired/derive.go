@@ -20,11 +20,15 @@ type inputs struct {
 	// self is this node's Node; nil until the node is known (nothing runs).
 	self           *tables.Node
 	clusterConfigs []*tables.BGPClusterConfig // sorted by name
-	peerConfigs    map[string]*tables.BGPPeerConfig
-	adverts        []*tables.BGPAdvertisement // sorted by name
-	override       *tables.BGPNodeOverride    // this node's, nil for none
-	secrets        map[string]*tables.BGPSecret
-	services       []*tables.Service
+	// recordedOwner is the cluster config this node's CiliumBGPNodeConfig
+	// holds the instances of ("" for none): it keeps the node when
+	// another selects it too (tables.BGPOwnerOf).
+	recordedOwner string
+	peerConfigs   map[string]*tables.BGPPeerConfig
+	adverts       []*tables.BGPAdvertisement // sorted by name
+	override      *tables.BGPNodeOverride    // this node's, nil for none
+	secrets       map[string]*tables.BGPSecret
+	services      []*tables.Service
 	// readyHere reports whether a Service has a ready endpoint on this node;
 	// served whether it has one anywhere. keepUnserved
 	// (enable-no-service-endpoints-routable) advertises the Services
@@ -55,9 +59,11 @@ type inputs struct {
 
 // derive computes the bgp-instances and bgp-routes rows of this node. Pure.
 //
-// The cluster configs that select the node give its instances (when more
-// than one does, the first by name applies and the others' instances are
-// reported, not run: Cilium's ConflictingClusterConfig). Each peer takes
+// The cluster config that owns the node gives its instances: of those that
+// select it, the one the node already runs, else the oldest
+// (tables.BGPOwnerOf). The others do not apply here at all, as in Cilium:
+// their condition ConflictingClusterConfig names the owner, and the
+// node's CiliumBGPNodeConfig holds only the owner's instances. Each peer takes
 // its settings from its CiliumBGPPeerConfig (Cilium's defaults without
 // one), its local address from the node's override, its TCP-MD5 password
 // from the auth Secret; a peer whose configuration cannot be completed is
@@ -69,25 +75,20 @@ func derive(in inputs) (instances []*tables.BGPInstance, routes []*tables.BGPRou
 	if in.self == nil {
 		return nil, nil, nil
 	}
-	applied := ""
+	owner := tables.BGPOwnerOf(in.clusterConfigs, in.self.Labels, in.recordedOwner)
 	for _, cc := range in.clusterConfigs {
-		if !cc.SelectsNode(in.self.Labels) {
+		if cc.Name != owner {
 			continue
 		}
 		for _, spec := range cc.Instances {
-			inst := &tables.BGPInstance{Name: spec.Name, ClusterConfig: cc.Name, LocalASN: spec.LocalASN, ListenPort: -1}
-			switch {
-			case applied != "" && applied != cc.Name:
-				inst.Error = fmt.Sprintf("this node is also selected by CiliumBGPClusterConfig %q, which applies (the first by name); %q conflicts with it", applied, cc.Name)
-			case slices.ContainsFunc(instances, func(i *tables.BGPInstance) bool { return i.Name == spec.Name }):
-				inst.Error = fmt.Sprintf("bgpInstances has %q twice", spec.Name)
-			default:
-				resolveInstance(in, inst, spec)
+			// Instances are keyed by name, in the tables and in the
+			// API (listType map): the API server refuses a second one.
+			if slices.ContainsFunc(instances, func(i *tables.BGPInstance) bool { return i.Name == spec.Name }) {
+				continue
 			}
+			inst := &tables.BGPInstance{Name: spec.Name, ClusterConfig: cc.Name, LocalASN: spec.LocalASN, ListenPort: -1}
+			resolveInstance(in, inst, spec)
 			instances = append(instances, inst)
-		}
-		if applied == "" {
-			applied = cc.Name
 		}
 	}
 

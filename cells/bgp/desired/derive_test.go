@@ -239,16 +239,6 @@ func TestDerive(t *testing.T) {
 			},
 			wantErrors: []string{"no router ID"},
 		},
-		{
-			name: "two cluster configs select the node: the first by name applies",
-			edit: func(in *inputs) {
-				in.clusterConfigs = append(in.clusterConfigs, clusterConfig("dd", "pc"))
-				in.clusterConfigs[1].Instances[0].Name = "other"
-				in.services = []*tables.Service{lbService("default/a", "", "Cluster", "198.18.200.1")}
-			},
-			wantRoutes: []string{"main tor 198.18.200.1/32  | Service default/a LoadBalancerIP (advertisement lb)"},
-			wantErrors: []string{`also selected by CiliumBGPClusterConfig "cc"`},
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

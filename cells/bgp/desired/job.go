@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
-	"slices"
 
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/hive/job"
@@ -39,6 +38,8 @@ type params struct {
 	Gateways       statedb.Table[*tables.BGPDefaultGateway]
 	LinkNeighbors  statedb.Table[*tables.BGPLinkNeighbor]
 	Devices        statedb.Table[*tables.Device]
+	NodeConfigs    statedb.Table[*tables.BGPNodeConfig]
+	NodeOwners     statedb.Table[*tables.BGPNodeOwner]
 	Instances      statedb.RWTable[*tables.BGPInstance]
 	Routes         statedb.RWTable[*tables.BGPRoute]
 	Events         record.EventRecorder
@@ -64,7 +65,8 @@ func registerDerivation(p params) {
 // and opens no session before that, so a restarted agent never tells its
 // peers (End-of-RIB after a graceful restart) that it has no routes.
 func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health cell.Health) error {
-	waitFor := []tables.Initializable{p.Nodes, p.ClusterConfigs, p.PeerConfigs, p.Adverts, p.Overrides, p.Secrets, p.Services, p.Slices, p.Gateways, p.LinkNeighbors, p.Devices}
+	waitFor := []tables.Initializable{p.Nodes, p.ClusterConfigs, p.PeerConfigs, p.Adverts, p.Overrides, p.Secrets, p.Services, p.Slices, p.Gateways, p.LinkNeighbors, p.Devices,
+		p.NodeConfigs, p.NodeOwners}
 	if p.Agent.MultiPool() {
 		waitFor = append(waitFor, p.PodPools, p.CiliumNodes)
 	}
@@ -76,48 +78,8 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 	reporter := &withheldReporter{events: p.Events, log: p.Log, reported: map[string]string{}}
 	notices := &notices{log: p.Log}
 	tablesync.Loop(ctx, p.DB, func(txn statedb.ReadTxn, w *tablesync.Watches) {
-		node, _ := tablesync.Get(w, txn, p.Nodes, tables.NodeNameIndex.Query(self))
-		ccs := tablesync.All(w, txn, p.ClusterConfigs)
-		pcs := tablesync.All(w, txn, p.PeerConfigs)
-		advs := tablesync.All(w, txn, p.Adverts)
-		ov, _ := tablesync.Get(w, txn, p.Overrides, tables.BGPNodeOverrideNameIndex.Query(self))
-		secrets := tablesync.All(w, txn, p.Secrets)
-		svcs := tablesync.All(w, txn, p.Services)
-		tablesync.All(w, txn, p.Slices) // watched; read per Service below
-		in := inputs{
-			self: node, clusterConfigs: statedb.Collect(ccs), peerConfigs: map[string]*tables.BGPPeerConfig{},
-			adverts: statedb.Collect(advs), override: ov, secrets: map[string]*tables.BGPSecret{},
-			services: statedb.Collect(svcs),
-			readyHere: func(svc string) bool {
-				for s := range p.Slices.List(txn, tables.EndpointSliceServiceIndex.Query(svc)) {
-					if slices.Contains(s.ReadyNodes, self) {
-						return true
-					}
-				}
-				return false
-			},
-			served:       servedIn(txn, p.Slices),
-			keepUnserved: p.Agent.EnableNoServiceEndpointsRoutable,
-			multiPool:    p.Agent.MultiPool(),
-		}
-		in.gateways = map[string]*tables.BGPDefaultGateway{}
-		for g := range tablesync.All(w, txn, p.Gateways) {
-			in.gateways[g.Family] = g
-		}
-		in.devices = statedb.Collect(tablesync.All(w, txn, p.Devices))
-		in.linkNeighbors = statedb.Collect(tablesync.All(w, txn, p.LinkNeighbors))
-		for pc := range pcs {
-			in.peerConfigs[pc.Name] = pc
-		}
-		for s := range secrets {
-			in.secrets[s.Name] = s
-		}
-		if p.Agent.MultiPool() {
-			in.podPools = statedb.Collect(tablesync.All(w, txn, p.PodPools))
-			cn, _ := tablesync.Get(w, txn, p.CiliumNodes, tables.CiliumNodeNameIndex.Query(self))
-			in.ciliumNode = cn
-		}
-
+		in := readInputs(p, self, txn, w)
+		node := in.self
 		instances, routes, withheld := derive(in)
 		notices.update(in.multiPool, in.adverts, in.override)
 		wtxn := p.DB.WriteTxn(p.Instances, p.Routes)
@@ -136,13 +98,15 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 		if instChanged > 0 {
 			logProblems(p.Log, instances)
 		}
-		// Who reports what is withheld is decided from every Node, read but
-		// not watched: other nodes' changes do not re-derive this node's
-		// routes, and the Events can wait for the next derivation.
-		if node == nil || !reports(node, in.clusterConfigs, statedb.Collect(p.Nodes.All(txn))) {
+		// Who reports what is withheld is decided from every Node and the
+		// contested nodes' owners, read but not watched: other nodes'
+		// changes do not re-derive this node's routes, and the Events can
+		// wait for the next derivation.
+		owners := tables.BGPOwners(in.clusterConfigs, statedb.Collect(p.Nodes.All(txn)), recordedOwners(txn, p.NodeOwners, self, in.recordedOwner))
+		if node == nil || !reports(self, owners) {
 			withheld = nil
 		}
-		reporter.report(appliedConfig(in.clusterConfigs, node), withheld)
+		reporter.report(owners[self], withheld)
 	})
 	return nil
 }

@@ -8,40 +8,23 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
-
-	"github.com/heraldlb/herald/tables"
 )
 
 // EventNotAdvertised is the reason of the Warning Event recorded on a
 // Service that BGP withdraws because it has no ready endpoint anywhere.
 const EventNotAdvertised = "BGPNotAdvertised"
 
-// appliedConfig is the cluster config that gives a node its instances: the
-// first by name that selects it ("" for none, or no node). configs are
-// sorted by name.
-func appliedConfig(configs []*tables.BGPClusterConfig, n *tables.Node) string {
-	if n == nil {
-		return ""
-	}
-	for _, cc := range configs {
-		if cc.SelectsNode(n.Labels) {
-			return cc.Name
-		}
-	}
-	return ""
-}
-
 // reports tells whether self records the Events of what its instances
-// withhold: it is the first by name of the nodes its cluster config
-// applies to, so that a Service gets one Event per cluster config and not
-// one per node.
-func reports(self *tables.Node, configs []*tables.BGPClusterConfig, nodes []*tables.Node) bool {
-	mine := appliedConfig(configs, self)
+// withhold: it is the first by name of the nodes its cluster config owns
+// (owners: the cluster config of each node, tables.BGPOwners), so that a
+// Service gets one Event per cluster config and not one per node.
+func reports(self string, owners map[string]string) bool {
+	mine := owners[self]
 	if mine == "" {
 		return false
 	}
-	for _, n := range nodes {
-		if n.Name < self.Name && appliedConfig(configs, n) == mine {
+	for n, o := range owners {
+		if o == mine && n < self {
 			return false
 		}
 	}

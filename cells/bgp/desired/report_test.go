@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -18,23 +19,26 @@ func TestReports(t *testing.T) {
 	rackA.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"rack": "a"}}
 	all := clusterConfig("b", "pc")
 	configs := []*tables.BGPClusterConfig{rackA, all}
-	n1 := node("node1", map[string]string{"rack": "b"}, "")
-	n2 := node("node2", map[string]string{"rack": "a"}, "")
-	n3 := node("node3", map[string]string{"rack": "a"}, "")
-	nodes := []*tables.Node{n3, n1, n2}
+	nodes := []*tables.Node{node("node3", map[string]string{"rack": "a"}, ""), node("node1", map[string]string{"rack": "b"}, ""),
+		node("node2", map[string]string{"rack": "a"}, ""), node("node0", map[string]string{"rack": "a"}, "")}
+	// node0 stays with b, which it ran before a selected it; node2 and
+	// node3 have no owner yet and get the oldest, a.
+	all.CreationTimestamp = rackA.CreationTimestamp.Add(time.Hour)
+	owners := tables.BGPOwners(configs, nodes, map[string]string{"node0": "b"})
 	for _, tt := range []struct {
-		self *tables.Node
+		self string
 		want bool
 	}{
-		{n1, true},  // first of config b (n2 and n3 get a: the first by name applies)
-		{n2, true},  // first of config a
-		{n3, false}, // n2 reports for a
+		{"node0", true},  // first of config b
+		{"node1", false}, // node0 reports for b
+		{"node2", true},  // first of config a
+		{"node3", false}, // node2 reports for a
 	} {
-		if got := reports(tt.self, configs, nodes); got != tt.want {
-			t.Errorf("%s reports: %v, want %v", tt.self.Name, got, tt.want)
+		if got := reports(tt.self, owners); got != tt.want {
+			t.Errorf("%s reports: %v, want %v (owners %v)", tt.self, got, tt.want, owners)
 		}
 	}
-	if reports(n1, []*tables.BGPClusterConfig{rackA}, nodes) {
+	if reports("node9", owners) {
 		t.Errorf("a node no config selects reports")
 	}
 }

@@ -8,9 +8,10 @@
 // settles them for all.
 //
 // Reads: tables bgp-instances, bgp-peers, bgp-cluster-configs,
-// bgp-peer-configs, bgp-advertisements, bgp-secrets, nodes, and
+// bgp-peer-configs, bgp-advertisements, bgp-secrets, nodes,
 // bgp-node-configs (to notice when someone else deleted or changed this
-// node's CiliumBGPNodeConfig).
+// node's CiliumBGPNodeConfig) and bgp-node-owners (which cluster config
+// holds each node several select: ConflictingClusterConfig).
 // Writes: tables bgp-resource-status (what each resource's conditions
 // should say) and bgp-node-status (what this node's CiliumBGPNodeConfig
 // is made of), and through their reconcilers CiliumBGPNodeConfig <node>
@@ -90,7 +91,8 @@ func reflections(bgp bgpconfig.Config) tables.Reflections {
 	if !bgp.EnableBGPControlPlane {
 		return tables.Reflections{}
 	}
-	r := tables.Reflect(tables.NodesTableName, tables.BGPClusterConfigsTableName, tables.BGPPeerConfigsTableName, tables.BGPAdvertisementsTableName, tables.BGPNodeConfigsTableName)
+	r := tables.Reflect(tables.NodesTableName, tables.BGPClusterConfigsTableName, tables.BGPPeerConfigsTableName, tables.BGPAdvertisementsTableName,
+		tables.BGPNodeConfigsTableName, tables.BGPNodeOwnersTableName)
 	r.Reflections = append(r.Reflections, tables.ReflectIn(tables.BGPSecretsTableName, bgp.BGPSecretsNamespace))
 	return r
 }

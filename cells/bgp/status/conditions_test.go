@@ -205,3 +205,43 @@ func TestNodeStatusNoIPv6NextHop(t *testing.T) {
 		})
 	}
 }
+
+// Two cluster configs select node1 and node2: the one a node's config
+// names keeps it, the oldest gets a node none names; each config is told
+// of the owners of the nodes it does not get, the owner of all is not.
+func TestResourceStatusConflicts(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	old := &tables.BGPClusterConfig{Name: "zz-old", CreationTimestamp: t0}
+	young := &tables.BGPClusterConfig{Name: "aa-young", CreationTimestamp: t0.Add(time.Hour)}
+	nodes := []*tables.Node{{Name: "node1"}, {Name: "node2"}}
+	conflict := func(recorded map[string]string) map[string]string {
+		out := map[string]string{}
+		for _, row := range resourceStatus([]*tables.BGPClusterConfig{young, old}, nil, nil, nil, nodes, recorded) {
+			for _, c := range row.Want {
+				if c.Type == "cilium.io/ConflictingClusterConfig" && c.True {
+					out[row.Name] = c.Message
+				}
+			}
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name     string
+		recorded map[string]string
+		want     map[string]string
+	}{
+		{"none named: the oldest gets both", nil,
+			map[string]string{"aa-young": "Selecting the same node(s) with ClusterConfig(s): [zz-old]"}},
+		{"node1 runs the young one", map[string]string{"node1": "aa-young", "node2": "zz-old"}, map[string]string{
+			"aa-young": "Selecting the same node(s) with ClusterConfig(s): [zz-old]",
+			"zz-old":   "Selecting the same node(s) with ClusterConfig(s): [aa-young]"}},
+		{"both run the young one", map[string]string{"node1": "aa-young", "node2": "aa-young"},
+			map[string]string{"zz-old": "Selecting the same node(s) with ClusterConfig(s): [aa-young]"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := conflict(tt.recorded); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("conflicts %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -33,6 +33,7 @@ type deriveParams struct {
 	Secrets        statedb.Table[*tables.BGPSecret]
 	Nodes          statedb.Table[*tables.Node]
 	NodeConfigs    statedb.Table[*tables.BGPNodeConfig]
+	NodeOwners     statedb.Table[*tables.BGPNodeOwner]
 	ResourceStatus statedb.RWTable[*tables.BGPResourceStatus]
 	NodeStatus     statedb.RWTable[*tables.BGPNodeStatus]
 }
@@ -45,7 +46,7 @@ func registerDerivations(p deriveParams) {
 		return
 	}
 	p.Jobs.Add(job.OneShot("derive-resource-status", func(ctx context.Context, _ cell.Health) error {
-		if err := tables.WaitInitialized(ctx, p.DB, p.ClusterConfigs, p.PeerConfigs, p.Adverts, p.Secrets, p.Nodes); err != nil {
+		if err := tables.WaitInitialized(ctx, p.DB, p.ClusterConfigs, p.PeerConfigs, p.Adverts, p.Secrets, p.Nodes, p.NodeOwners); err != nil {
 			return nil
 		}
 		tablesync.Loop(ctx, p.DB, func(txn statedb.ReadTxn, w *tablesync.Watches) {
@@ -54,7 +55,11 @@ func registerDerivations(p deriveParams) {
 			advs := tablesync.All(w, txn, p.Adverts)
 			secrets := tablesync.All(w, txn, p.Secrets)
 			nodes := tablesync.All(w, txn, p.Nodes)
-			rows := resourceStatus(statedb.Collect(ccs), statedb.Collect(pcs), statedb.Collect(advs), statedb.Collect(secrets), statedb.Collect(nodes))
+			recorded := map[string]string{}
+			for o := range tablesync.All(w, txn, p.NodeOwners) {
+				recorded[o.Node] = o.ClusterConfig
+			}
+			rows := resourceStatus(statedb.Collect(ccs), statedb.Collect(pcs), statedb.Collect(advs), statedb.Collect(secrets), statedb.Collect(nodes), recorded)
 			wtxn := p.DB.WriteTxn(p.ResourceStatus)
 			tablesync.Sync(wtxn, p.ResourceStatus, rows, (*tables.BGPResourceStatus).Key, (*tables.BGPResourceStatus).Same)
 			wtxn.Commit()
@@ -62,7 +67,7 @@ func registerDerivations(p deriveParams) {
 		return nil
 	}))
 	p.Jobs.Add(job.OneShot("derive-node-status", func(ctx context.Context, _ cell.Health) error {
-		if err := tables.WaitInitialized(ctx, p.DB, p.Instances, p.NodeConfigs, p.Nodes); err != nil {
+		if err := tables.WaitInitialized(ctx, p.DB, p.Instances, p.NodeConfigs, p.Nodes, p.ClusterConfigs); err != nil {
 			return nil
 		}
 		self := p.Agent.Node()
@@ -71,9 +76,14 @@ func registerDerivations(p deriveParams) {
 			peers := tablesync.All(w, txn, p.Peers)
 			seen, _ := tablesync.Get(w, txn, p.NodeConfigs, tables.BGPNodeConfigNameIndex.Query(self))
 			node, _ := tablesync.Get(w, txn, p.Nodes, tables.NodeNameIndex.Query(self))
+			ccs := tablesync.All(w, txn, p.ClusterConfigs)
 			row := &tables.BGPNodeStatus{Node: self, Instances: statedb.Collect(insts), Peers: statedb.Collect(peers), Status: reconciler.StatusPending()}
+			if len(row.Instances) > 0 {
+				row.ClusterConfig = row.Instances[0].ClusterConfig // one owner gives them all
+			}
 			if node != nil {
 				row.NodeUID = node.UID
+				row.Contested = tables.BGPContested(statedb.Collect(ccs), node.Labels)
 			}
 			if seen != nil {
 				row.Seen = seen.ResourceVersion
@@ -88,7 +98,7 @@ func registerDerivations(p deriveParams) {
 
 // resourceStatus is the row of every cluster-wide BGP resource: pure.
 func resourceStatus(ccs []*tables.BGPClusterConfig, pcs []*tables.BGPPeerConfig, advs []*tables.BGPAdvertisement,
-	secrets []*tables.BGPSecret, nodes []*tables.Node) []*tables.BGPResourceStatus {
+	secrets []*tables.BGPSecret, nodes []*tables.Node, recorded map[string]string) []*tables.BGPResourceStatus {
 	pcByName := map[string]*tables.BGPPeerConfig{}
 	for _, pc := range pcs {
 		pcByName[pc.Name] = pc
@@ -102,7 +112,12 @@ func resourceStatus(ccs []*tables.BGPClusterConfig, pcs []*tables.BGPPeerConfig,
 		rows = append(rows, &tables.BGPResourceStatus{Kind: kind, Name: name, UID: uid, Generation: generation,
 			Conditions: slices.Clone(conditions), Want: want, Status: reconciler.StatusPending()})
 	}
-	owners := nodeOwners(ccs, nodes)
+	// Each node's cluster config as its agent decides it (bgp-desired):
+	// the owner its node config names when several select it (recorded,
+	// from the contested nodes' node configs), else the oldest. A node
+	// newly contested is not labelled yet: until its agent has written
+	// it, the oldest stands in, and the conditions follow once it has.
+	owners := tables.BGPOwners(ccs, nodes, recorded)
 	for _, cc := range ccs {
 		add(v2alpha1.BGPClusterConfigKind, cc.Name, cc.UID, cc.Generation, cc.Conditions, clusterConfigConditions(cc, nodes, pcByName, owners))
 	}
@@ -114,19 +129,4 @@ func resourceStatus(ccs []*tables.BGPClusterConfig, pcs []*tables.BGPPeerConfig,
 	}
 	slices.SortFunc(rows, func(a, b *tables.BGPResourceStatus) int { return strings.Compare(a.Key(), b.Key()) })
 	return rows
-}
-
-// nodeOwners maps each node some cluster config selects to the one that
-// applies there: the first by name (as bgp-desired decides).
-func nodeOwners(ccs []*tables.BGPClusterConfig, nodes []*tables.Node) map[string]string {
-	owners := map[string]string{}
-	for _, n := range nodes {
-		for _, cc := range ccs {
-			if cc.SelectsNode(n.Labels) {
-				owners[n.Name] = cc.Name
-				break
-			}
-		}
-	}
-	return owners
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"log/slog"
+	"maps"
 	"reflect"
 	"time"
 
@@ -43,7 +44,7 @@ func (w *nodeConfigWriter) Update(ctx context.Context, _ statedb.ReadTxn, _ stat
 	for _, p := range s.Peers {
 		peers[p.Key()] = p
 	}
-	if err := w.sync(ctx, s.Instances, peers, owners(s.Node, s.NodeUID)); err != nil {
+	if err := w.sync(ctx, s, peers, owners(s.Node, s.NodeUID)); err != nil {
 		w.cur = nil // read it again
 		w.log.Warn("Could not write CiliumBGPNodeConfig; retrying", "node", w.name, "error", err)
 		return err
@@ -86,8 +87,9 @@ func owners(node, uid string) []metav1.OwnerReference {
 	return []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node, UID: types.UID(uid)}}
 }
 
-func (w *nodeConfigWriter) sync(ctx context.Context, instances []*tables.BGPInstance, peers map[string]*tables.BGPPeerState, owned []metav1.OwnerReference) error {
+func (w *nodeConfigWriter) sync(ctx context.Context, s *tables.BGPNodeStatus, peers map[string]*tables.BGPPeerState, owned []metav1.OwnerReference) error {
 	api := w.client.CiliumV2alpha1().CiliumBGPNodeConfigs()
+	instances := s.Instances
 	if w.cur == nil {
 		cur, err := api.Get(ctx, w.name, metav1.GetOptions{})
 		switch {
@@ -114,18 +116,20 @@ func (w *nodeConfigWriter) sync(ctx context.Context, instances []*tables.BGPInst
 		return nil
 	}
 	spec := nodeSpec(instances)
+	labels, annotations := ownerMeta(w.cur.Labels, w.cur.Annotations, s.ClusterConfig, s.Contested)
 	if !exists {
 		created, err := api.Create(ctx, &v2alpha1.CiliumBGPNodeConfig{
-			ObjectMeta: metav1.ObjectMeta{Name: w.name, Labels: map[string]string{"app.kubernetes.io/managed-by": "herald"}, OwnerReferences: owned},
+			ObjectMeta: metav1.ObjectMeta{Name: w.name, Labels: labels, Annotations: annotations, OwnerReferences: owned},
 			Spec:       spec,
 		}, metav1.CreateOptions{FieldManager: tables.HeraldFieldManager})
 		if err != nil {
 			return err
 		}
 		w.cur = created
-	} else if !reflect.DeepEqual(w.cur.Spec, spec) || (owned != nil && !reflect.DeepEqual(w.cur.OwnerReferences, owned)) {
+	} else if !reflect.DeepEqual(w.cur.Spec, spec) || (owned != nil && !reflect.DeepEqual(w.cur.OwnerReferences, owned)) ||
+		!maps.Equal(w.cur.Labels, labels) || !maps.Equal(w.cur.Annotations, annotations) {
 		next := w.cur.DeepCopy()
-		next.Spec = spec
+		next.Spec, next.Labels, next.Annotations = spec, labels, annotations
 		if owned != nil {
 			next.OwnerReferences = owned
 		}
@@ -160,4 +164,32 @@ func statusEqual(a, b v2alpha1.CiliumBGPNodeStatus) bool {
 		return s
 	}
 	return reflect.DeepEqual(strip(a), strip(b))
+}
+
+// ownerMeta are the labels and annotations the object carries: Herald's
+// managed-by label; the cluster config its instances come from, which
+// keeps the node when another selects it too (tables.BGPOwnerOf); and,
+// while several select the node, the label by which the other agents
+// watch which one holds it. Others' labels and annotations stay.
+func ownerMeta(curLabels, curAnnotations map[string]string, clusterConfig string, contested bool) (labels, annotations map[string]string) {
+	labels, annotations = maps.Clone(curLabels), maps.Clone(curAnnotations)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels["app.kubernetes.io/managed-by"] = "herald"
+	delete(labels, tables.BGPContestedLabel)
+	if contested {
+		labels[tables.BGPContestedLabel] = "true"
+	}
+	delete(annotations, tables.BGPClusterConfigAnnotation)
+	if clusterConfig != "" {
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[tables.BGPClusterConfigAnnotation] = clusterConfig
+	}
+	if len(annotations) == 0 {
+		annotations = nil
+	}
+	return labels, annotations
 }

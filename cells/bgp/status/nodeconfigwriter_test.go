@@ -1,6 +1,7 @@
 package status
 
 import (
+	"reflect"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,5 +47,38 @@ func TestOwnedByTheNode(t *testing.T) {
 	}
 	if got[0].BlockOwnerDeletion != nil || got[0].Controller != nil {
 		t.Errorf("owners = %+v: blocking the Node's deletion would need delete rights on Nodes", got)
+	}
+}
+
+// The object names its cluster config, and says it is contested while
+// several select the node; others' labels and annotations stay.
+func TestOwnerMeta(t *testing.T) {
+	theirs := map[string]string{"team": "net"}
+	for _, tt := range []struct {
+		name                   string
+		labels, annotations    map[string]string
+		clusterConfig          string
+		contested              bool
+		wantLabels, wantAnnots map[string]string
+	}{
+		{"new, one cluster config", nil, nil, "cc", false,
+			map[string]string{"app.kubernetes.io/managed-by": "herald"}, map[string]string{"bgp.herald.io/cluster-config": "cc"}},
+		{"contested", theirs, theirs, "cc", true,
+			map[string]string{"team": "net", "app.kubernetes.io/managed-by": "herald", "bgp.herald.io/contested": "true"},
+			map[string]string{"team": "net", "bgp.herald.io/cluster-config": "cc"}},
+		{"no longer contested, another owner", map[string]string{"bgp.herald.io/contested": "true"}, map[string]string{"bgp.herald.io/cluster-config": "cc"}, "dd", false,
+			map[string]string{"app.kubernetes.io/managed-by": "herald"}, map[string]string{"bgp.herald.io/cluster-config": "dd"}},
+		{"no instances", nil, map[string]string{"bgp.herald.io/cluster-config": "cc"}, "", false,
+			map[string]string{"app.kubernetes.io/managed-by": "herald"}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			labels, annots := ownerMeta(tt.labels, tt.annotations, tt.clusterConfig, tt.contested)
+			if !reflect.DeepEqual(labels, tt.wantLabels) || !reflect.DeepEqual(annots, tt.wantAnnots) {
+				t.Errorf("labels %v annotations %v, want %v %v", labels, annots, tt.wantLabels, tt.wantAnnots)
+			}
+		})
+	}
+	if theirs["bgp.herald.io/contested"] != "" || len(theirs) != 1 {
+		t.Errorf("the current labels were changed in place: %v", theirs)
 	}
 }

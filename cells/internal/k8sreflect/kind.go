@@ -118,9 +118,18 @@ type listWatcher[L runtime.Object] interface {
 // ListWatch adapts a typed client for a reflector; fieldSelector, when
 // set, narrows both calls.
 func ListWatch[L runtime.Object](c listWatcher[L], fieldSelector string) cache.ListerWatcher {
+	return ListWatchSelected(c, fieldSelector, "")
+}
+
+// ListWatchSelected is ListWatch narrowed by a label selector as well
+// ("" for none).
+func ListWatchSelected[L runtime.Object](c listWatcher[L], fieldSelector, labelSelector string) cache.ListerWatcher {
 	narrow := func(o metav1.ListOptions) metav1.ListOptions {
 		if fieldSelector != "" {
 			o.FieldSelector = fieldSelector
+		}
+		if labelSelector != "" {
+			o.LabelSelector = labelSelector
 		}
 		return o
 	}

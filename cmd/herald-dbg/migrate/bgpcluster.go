@@ -72,7 +72,7 @@ func clusterConfigs(peers []BGPPeer) ([]*v2alpha1.CiliumBGPClusterConfig, []Find
 		for _, cc := range out {
 			fs = append(fs, Finding{
 				Source: strings.TrimPrefix(cc.Annotations[AnnotationMigratedFrom], "metallb.io "), Field: "spec.nodeSelectors", Verdict: Approximate, Target: "CiliumBGPClusterConfig/" + cc.Name,
-				Reason: "peers with different node selectors go into separate cluster configs; a node two of them select runs only the first by name (cilium.io/ConflictingClusterConfig) where MetalLB peers with both: make sure they do not overlap",
+				Reason: "peers with different node selectors go into separate cluster configs; a node two of them select runs only one (the oldest, or the one it runs already; cilium.io/ConflictingClusterConfig) where MetalLB peers with both: make sure they do not overlap",
 			})
 		}
 	}
