@@ -76,7 +76,7 @@ func registerReconcilers(p reconcilerParams) error {
 		(*tables.BGPNodeStatus).Clone,
 		(*tables.BGPNodeStatus).SetStatus,
 		(*tables.BGPNodeStatus).GetStatus,
-		&nodeConfigWriter{client: p.Client, log: p.Reconcile.Log, name: p.Agent.Node()}, nil,
+		&nodeConfigWriter{client: p.Client, log: p.Reconcile.Log, name: p.Agent.Node(), report: p.BGP.EnableBGPControlPlaneStatusReport}, nil,
 		reconciler.WithRetry(minWriteInterval, time.Minute),
 		// Session counters change with every route: one round per
 		// interval at most, with what changed meanwhile.

@@ -216,7 +216,7 @@ func TestResourceStatusConflicts(t *testing.T) {
 	nodes := []*tables.Node{{Name: "node1"}, {Name: "node2"}}
 	conflict := func(recorded map[string]string) map[string]string {
 		out := map[string]string{}
-		for _, row := range resourceStatus([]*tables.BGPClusterConfig{young, old}, nil, nil, nil, nodes, recorded) {
+		for _, row := range resourceStatus([]*tables.BGPClusterConfig{young, old}, nil, nil, nil, nodes, recorded, true) {
 			for _, c := range row.Want {
 				if c.Type == "cilium.io/ConflictingClusterConfig" && c.True {
 					out[row.Name] = c.Message
@@ -243,5 +243,20 @@ func TestResourceStatusConflicts(t *testing.T) {
 				t.Errorf("conflicts %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// With enable-bgp-control-plane-status-report off no condition is wanted:
+// the writer removes Herald's (applyConditions), as Cilium's operator.
+func TestResourceStatusNotReported(t *testing.T) {
+	rows := resourceStatus([]*tables.BGPClusterConfig{{Name: "cc"}}, []*tables.BGPPeerConfig{{Name: "pc", AuthSecret: "gone"}},
+		[]*tables.BGPAdvertisement{{Name: "adv"}}, nil, nil, nil, false)
+	if len(rows) != 3 {
+		t.Fatalf("rows %+v, want one per resource", rows)
+	}
+	for _, r := range rows {
+		if len(r.Want) != 0 {
+			t.Errorf("%s: wants %+v, want none", r.Key(), r.Want)
+		}
 	}
 }

@@ -59,7 +59,7 @@ func registerDerivations(p deriveParams) {
 			for o := range tablesync.All(w, txn, p.NodeOwners) {
 				recorded[o.Node] = o.ClusterConfig
 			}
-			rows := resourceStatus(statedb.Collect(ccs), statedb.Collect(pcs), statedb.Collect(advs), statedb.Collect(secrets), statedb.Collect(nodes), recorded)
+			rows := resourceStatus(statedb.Collect(ccs), statedb.Collect(pcs), statedb.Collect(advs), statedb.Collect(secrets), statedb.Collect(nodes), recorded, p.BGP.EnableBGPControlPlaneStatusReport)
 			wtxn := p.DB.WriteTxn(p.ResourceStatus)
 			tablesync.Sync(wtxn, p.ResourceStatus, rows, (*tables.BGPResourceStatus).Key, (*tables.BGPResourceStatus).Same)
 			wtxn.Commit()
@@ -77,7 +77,10 @@ func registerDerivations(p deriveParams) {
 			seen, _ := tablesync.Get(w, txn, p.NodeConfigs, tables.BGPNodeConfigNameIndex.Query(self))
 			node, _ := tablesync.Get(w, txn, p.Nodes, tables.NodeNameIndex.Query(self))
 			ccs := tablesync.All(w, txn, p.ClusterConfigs)
-			row := &tables.BGPNodeStatus{Node: self, Instances: statedb.Collect(insts), Peers: statedb.Collect(peers), Status: reconciler.StatusPending()}
+			row := &tables.BGPNodeStatus{Node: self, Instances: statedb.Collect(insts), Status: reconciler.StatusPending()}
+			if p.BGP.EnableBGPControlPlaneStatusReport {
+				row.Peers = statedb.Collect(peers) // else no status: sessions need no write
+			}
 			if len(row.Instances) > 0 {
 				row.ClusterConfig = row.Instances[0].ClusterConfig // one owner gives them all
 			}
@@ -98,7 +101,7 @@ func registerDerivations(p deriveParams) {
 
 // resourceStatus is the row of every cluster-wide BGP resource: pure.
 func resourceStatus(ccs []*tables.BGPClusterConfig, pcs []*tables.BGPPeerConfig, advs []*tables.BGPAdvertisement,
-	secrets []*tables.BGPSecret, nodes []*tables.Node, recorded map[string]string) []*tables.BGPResourceStatus {
+	secrets []*tables.BGPSecret, nodes []*tables.Node, recorded map[string]string, report bool) []*tables.BGPResourceStatus {
 	pcByName := map[string]*tables.BGPPeerConfig{}
 	for _, pc := range pcs {
 		pcByName[pc.Name] = pc
@@ -109,6 +112,9 @@ func resourceStatus(ccs []*tables.BGPClusterConfig, pcs []*tables.BGPPeerConfig,
 	}
 	var rows []*tables.BGPResourceStatus
 	add := func(kind, name, uid string, generation int64, conditions []metav1.Condition, want []tables.BGPCondition) {
+		if !report {
+			want = nil // enable-bgp-control-plane-status-report off: Herald's conditions go
+		}
 		rows = append(rows, &tables.BGPResourceStatus{Kind: kind, Name: name, UID: uid, Generation: generation,
 			Conditions: slices.Clone(conditions), Want: want, Status: reconciler.StatusPending()})
 	}

@@ -33,6 +33,10 @@ type nodeConfigWriter struct {
 	client versioned.Interface
 	log    *slog.Logger
 	name   string
+	// report: enable-bgp-control-plane-status-report. Off, the status is
+	// written empty, clearing what an earlier run reported, as Cilium's
+	// agent does; the spec is written all the same.
+	report bool
 	// cur is the object as last read or written: nil when unknown, one
 	// without a name when there is none.
 	cur *v2alpha1.CiliumBGPNodeConfig
@@ -139,7 +143,10 @@ func (w *nodeConfigWriter) sync(ctx context.Context, s *tables.BGPNodeStatus, pe
 		}
 		w.cur = updated
 	}
-	status := nodeStatus(instances, peers, w.cur.Status.Conditions, w.cur.Generation, time.Now())
+	status := v2alpha1.CiliumBGPNodeStatus{}
+	if w.report {
+		status = nodeStatus(instances, peers, w.cur.Status.Conditions, w.cur.Generation, time.Now())
+	}
 	if statusEqual(w.cur.Status, status) {
 		return nil
 	}
