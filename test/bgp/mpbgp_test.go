@@ -19,8 +19,10 @@ import (
 
 // Multiprotocol BGP: IPv6 routes over the IPv4 sessions. The test makes
 // tor4 (the router's IPv4 address) the instance's only peer, with a peer
-// config of both families, so that FRR learns the IPv6 VIP and the nodes'
-// IPv6 pod CIDRs from the IPv4 sessions alone. Each path's next hop must
+// config of both families, so that FRR learns the IPv6 VIP, and the /120
+// holding it (a prefix, not a host route: an aggregate, since the nodes'
+// pod CIDRs are not advertised with the suite's multi-pool IPAM), from
+// the IPv4 sessions alone. Each path's next hop must
 // be its node's IPv6 address on the LAN (not the IPv4-mapped address
 // GoBGP would send), installed in the router's kernel, and the VIP must
 // answer a curl from the router through it. A node whose interface loses
@@ -37,10 +39,9 @@ func TestIPv6OverIPv4Session(t *testing.T) {
 		t.Fatal(err)
 	}
 	vip := hostPrefix(waitVIP(t, ns, "web6"))
+	aggregate := netip.PrefixFrom(vip.Addr(), 120).Masked()
 	waitAdvertisedOverIPv4(t, vip, nodes...)
-	for i, n := range nodes {
-		waitAdvertisedOverIPv4(t, netip.MustParsePrefix(podCIDRs(i)[1]), n)
-	}
+	waitAdvertisedOverIPv4(t, aggregate, nodes...)
 	waitKernelECMP(t, vip, nodes...)
 	for range 5 {
 		waitServedFromRouter(t, vip.Addr())
@@ -51,7 +52,7 @@ func TestIPv6OverIPv4Session(t *testing.T) {
 	setHostIPv6(t, n3, false)
 	t.Cleanup(func() { setHostIPv6(t, n3, true) })
 	waitAdvertisedOverIPv4(t, vip, nodes[0], nodes[1])
-	waitAdvertisedOverIPv4(t, netip.MustParsePrefix(podCIDRs(2)[1]))
+	waitAdvertisedOverIPv4(t, aggregate, nodes[0], nodes[1])
 	waitNodeCondition(t, n3, tables.ConditionBGPPeersEstablished, metav1.ConditionFalse,
 		`peer "tor4" (`+routerHost.IP.String()+`) of instance "main" gets no IPv6 routes: no IPv6 next hop for its ipv6-unicast routes: eth0, the interface toward `+routerHost.IP.String()+`, has no global IPv6 address`)
 	if nc, err := herald.CiliumV2alpha1().CiliumBGPNodeConfigs().Get(ctxT(t), n3.Name, metav1.GetOptions{}); err != nil {
@@ -67,6 +68,7 @@ func TestIPv6OverIPv4Session(t *testing.T) {
 
 	setHostIPv6(t, n3, true)
 	waitAdvertisedOverIPv4(t, vip, nodes...)
+	waitAdvertisedOverIPv4(t, aggregate, nodes...)
 	waitNodeCondition(t, n3, tables.ConditionBGPPeersEstablished, metav1.ConditionTrue, "1 of 1 sessions established")
 }
 
@@ -85,10 +87,15 @@ func useMultiprotocolPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.CiliumBGPPeerConfigs().Delete(context.Background(), pc.Name, metav1.DeleteOptions{}) })
-	// The nodes' pod CIDRs, for this peer config only.
+	// The Services' /120s, for this peer config only.
 	adv := &v2alpha1.CiliumBGPAdvertisement{
-		ObjectMeta: metav1.ObjectMeta{Name: "hbgp-mp-pods", Labels: map[string]string{advertLabel: "mp"}},
-		Spec:       v2alpha1.CiliumBGPAdvertisementSpec{Advertisements: []v2alpha1.BGPAdvertisement{{AdvertisementType: v2alpha1.BGPPodCIDRAdvert}}},
+		ObjectMeta: metav1.ObjectMeta{Name: "hbgp-mp-aggregate", Labels: map[string]string{advertLabel: "mp"}},
+		Spec: v2alpha1.CiliumBGPAdvertisementSpec{Advertisements: []v2alpha1.BGPAdvertisement{{
+			AdvertisementType: v2alpha1.BGPServiceAdvert,
+			Service: &v2alpha1.BGPServiceOptions{Addresses: []v2alpha1.BGPServiceAddressType{v2alpha1.BGPLoadBalancerIPAddr},
+				AggregationLengthIPv6: ptrTo[int16](120)},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{serviceLabel: "yes"}},
+		}}},
 	}
 	if _, err := c.CiliumBGPAdvertisements().Create(ctxT(t), adv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
