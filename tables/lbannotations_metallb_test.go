@@ -155,10 +155,12 @@ func FuzzParseMetalLBAnnotations(f *testing.F) {
 				t.Fatalf("accepted bad address %v", ip)
 			}
 		}
-		if a.Disagreement != "" && ciliumIPs == "" && ciliumKey == "" {
+		// A Cilium annotation that is only whitespace is not set.
+		ciliumIPsSet, ciliumKeySet := strings.TrimSpace(ciliumIPs) != "", strings.TrimSpace(ciliumKey) != ""
+		if a.Disagreement != "" && !ciliumIPsSet && !ciliumKeySet {
 			t.Fatalf("disagreement %q without a Cilium annotation", a.Disagreement)
 		}
-		if ciliumKey != "" && a.SharingKey != strings.TrimSpace(ciliumKey) {
+		if ciliumKeySet && a.SharingKey != strings.TrimSpace(ciliumKey) {
 			t.Fatalf("sharing key %q, want the Cilium one %q", a.SharingKey, ciliumKey)
 		}
 	})
