@@ -110,5 +110,8 @@ func nodeOwnerKind(t statedb.RWTable[*tables.BGPNodeOwner]) k8sreflect.KindOut {
 			return k8sreflect.ListWatchSelected(c.Herald.CiliumV2alpha1().CiliumBGPNodeConfigs(), "", tables.BGPContestedLabel)
 		},
 		Transform: tables.BGPNodeOwnerFromK8s,
+		// Every status write of a contested node's config is an update;
+		// its owner rarely changes.
+		Equal: func(a, b *tables.BGPNodeOwner) bool { return *a == *b },
 	})
 }

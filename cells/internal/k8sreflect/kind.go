@@ -84,6 +84,10 @@ type Def[K runtime.Object, Obj any] struct {
 	ListWatch func(c Clients, namespace string) cache.ListerWatcher
 	// Transform turns an object into its row.
 	Transform func(K) Obj
+	// Equal, for rows that keep little of their object (no
+	// resourceVersion), tells an update that changes nothing in the row:
+	// it is not written, so the table's readers are not woken for it.
+	Equal func(a, b Obj) bool
 	// VersionOf returns a row's object key ("namespace/name" or "name") and
 	// resourceVersion. Kinds that have it can catch up (tables.Freshness).
 	VersionOf func(Obj) (key, resourceVersion string)
@@ -98,7 +102,7 @@ func Define[K runtime.Object, Obj any](table statedb.RWTable[Obj], def Def[K, Ob
 			r := &reflector[K, Obj]{
 				name: def.Name, db: env.DB, log: env.Log, table: table,
 				lw: def.ListWatch(env.Clients, namespace), example: def.Example,
-				transform: def.Transform, versionOf: def.VersionOf, gate: env.Gate,
+				transform: def.Transform, equal: def.Equal, versionOf: def.VersionOf, gate: env.Gate,
 			}
 			r.register(env.Jobs)
 			if def.VersionOf == nil {

@@ -32,7 +32,10 @@ type reflector[K runtime.Object, Obj any] struct {
 	lw        cache.ListerWatcher
 	example   K // an empty object of the kind, for client-go's reflector
 	transform func(K) Obj
-	log       *slog.Logger
+	// equal, when set, tells an update that changes nothing in the row,
+	// which is then not written (see Def.Equal).
+	equal func(a, b Obj) bool
+	log   *slog.Logger
 	// gate holds calls that did not reach the API server (nil: none).
 	gate *reconnect.Gate
 
@@ -195,7 +198,9 @@ func (r *reflector[K, Obj]) write(batch []pendingEvent[K]) (listedAt uint64, lis
 			r.tombstones.add(r.versionOf, obj, false)
 		default:
 			obj := r.transform(ev.obj)
-			_, _, _ = r.table.Insert(wtxn, obj)
+			if !r.unchanged(wtxn, obj) {
+				_, _, _ = r.table.Insert(wtxn, obj)
+			}
 			if r.listedKeys != nil {
 				r.listedKeys[string(r.table.PrimaryIndexer().ObjectToKey(obj))] = struct{}{}
 			}
@@ -203,6 +208,16 @@ func (r *reflector[K, Obj]) write(batch []pendingEvent[K]) (listedAt uint64, lis
 	}
 	wtxn.Commit()
 	return listedAt, listed
+}
+
+// unchanged reports whether the table already holds obj as it is (only
+// for kinds that define Equal).
+func (r *reflector[K, Obj]) unchanged(txn statedb.ReadTxn, obj Obj) bool {
+	if r.equal == nil {
+		return false
+	}
+	old, _, found := r.table.Get(txn, r.table.PrimaryIndexer().QueryFromObject(obj))
+	return found && r.equal(old, obj)
 }
 
 // deleteUnlisted ends a list: the objects whose rows it did not write were
