@@ -23,10 +23,11 @@ type CiliumL2AnnouncementPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`
 
-	// Spec says what to announce, where and how.
+	// Spec says what to announce, where and how. Optional, as in Cilium's
+	// CRD: a policy without one announces nothing.
 	//
-	// +kubebuilder:validation:Required
-	Spec CiliumL2AnnouncementPolicySpec `json:"spec"`
+	// +kubebuilder:validation:Optional
+	Spec CiliumL2AnnouncementPolicySpec `json:"spec,omitempty"`
 
 	// Status reports problems with the policy.
 	//
