@@ -277,13 +277,29 @@ func (n *Node) StartContainerd(ctx context.Context) error {
 	}
 }
 
-// StartKubelet starts the node's kubelet and waits for its /healthz.
+// kubeletStarts is how often StartKubelet starts a kubelet that exits
+// before it is healthy.
+const kubeletStarts = 3
+
+// StartKubelet starts the node's kubelet and waits for its /healthz. A
+// kubelet that exits on its way there is started again, as systemd's
+// Restart= does for the kubelet unit of a production node: kubelet v1.34
+// can die at start of a race of its own ("concurrent map iteration and
+// map write" in the container manager's capacity, read by the DRA plugin
+// manager while the container manager starts, the more likely while no
+// API server answers yet); each exit stays in its log.
 func (n *Node) StartKubelet(ctx context.Context) error {
 	d := n.Kubelet()
-	if err := d.start(); err != nil {
-		return err
+	var err error
+	for range kubeletStarts {
+		if err = d.start(); err != nil {
+			return err
+		}
+		if err = n.waitHTTP(ctx, d, "http://127.0.0.1:10248/healthz"); !errors.Is(err, errExited) {
+			return err
+		}
 	}
-	return n.waitHTTP(ctx, d, "http://127.0.0.1:10248/healthz")
+	return err
 }
 
 // StartKubeProxy starts the node's kube-proxy and waits for its /healthz.
@@ -295,6 +311,9 @@ func (n *Node) StartKubeProxy(ctx context.Context) error {
 	return n.waitHTTP(ctx, d, "http://"+net.JoinHostPort(n.IP.String(), "10256")+"/healthz")
 }
 
+// errExited: the daemon waited for is gone.
+var errExited = errors.New("exited")
+
 // waitHTTP polls a URL on the node (from inside its network namespace)
 // until it answers 200.
 func (n *Node) waitHTTP(ctx context.Context, d daemon, url string) error {
@@ -304,7 +323,7 @@ func (n *Node) waitHTTP(ctx context.Context, d daemon, url string) error {
 			return nil
 		}
 		if _, ok := d.pid(); !ok {
-			return fmt.Errorf("node %s: %s exited:\n%s", n.Name, d.name, tailFile(d.Log(), 30))
+			return fmt.Errorf("node %s: %s %w:\n%s", n.Name, d.name, errExited, tailFile(d.Log(), 30))
 		}
 		select {
 		case <-ctx.Done():
