@@ -2,6 +2,7 @@ package tables
 
 import (
 	"math/big"
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -116,6 +117,32 @@ func TestParseBlockRejectsMappedRange(t *testing.T) {
 		}
 		if err != nil && !tt.ok && !strings.Contains(err.Error(), "IPv4-mapped") {
 			t.Errorf("ParseBlock(%q, %q, %q): %v, want it to say IPv4-mapped", tt.cidr, tt.start, tt.stop, err)
+		}
+	}
+}
+
+func TestBlockOverlapsPrefix(t *testing.T) {
+	for _, tt := range []struct {
+		cidr, start, stop, prefix string
+		want                      bool
+	}{
+		{cidr: "10.0.10.0/24", prefix: "10.0.0.0/16", want: true},
+		{cidr: "10.0.0.0/16", prefix: "10.0.10.0/28", want: true},
+		{cidr: "10.0.10.0/24", prefix: "10.0.11.0/24"},
+		{start: "10.0.10.250", stop: "10.0.11.5", prefix: "10.0.11.0/30", want: true},
+		{start: "10.0.10.250", stop: "10.0.10.255", prefix: "10.0.11.0/30"},
+		{start: "10.0.11.4", prefix: "10.0.11.0/30"},
+		{start: "10.0.11.3", prefix: "10.0.11.0/30", want: true},
+		{cidr: "fd00::/120", prefix: "fd00::80/121", want: true},
+		// The families never overlap, not even ::ffff:10.0.0.0/104.
+		{cidr: "10.0.0.0/8", prefix: "::/0"},
+	} {
+		b, err := ParseBlock(tt.cidr, tt.start, tt.stop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.OverlapsPrefix(netip.MustParsePrefix(tt.prefix)); got != tt.want {
+			t.Errorf("%s overlaps %s = %v, want %v", b.Describe(), tt.prefix, got, tt.want)
 		}
 	}
 }

@@ -48,6 +48,13 @@ func (b LBPoolBlock) Overlaps(o LBPoolBlock) bool {
 	return b.From.BitLen() == o.From.BitLen() && !b.To.Less(o.From) && !o.To.Less(b.From)
 }
 
+// OverlapsPrefix reports whether the block shares an address with a CIDR
+// (a CiliumPodIPPool's).
+func (b LBPoolBlock) OverlapsPrefix(p netip.Prefix) bool {
+	from, to := PrefixRange(p)
+	return b.Overlaps(LBPoolBlock{From: from, To: to})
+}
+
 // LBPool is a CiliumLoadBalancerIPPool with its blocks and selector parsed.
 type LBPool struct {
 	Name              string    `json:"name"`

@@ -17,8 +17,6 @@ import (
 )
 
 var Cell = cell.Group(
-	// The kinds only this feature reads, for the ground floor to reflect.
-	kinds,
 	allocator.Cell,
 	servicestatus.Cell,
 	poolstatus.Cell,

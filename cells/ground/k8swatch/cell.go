@@ -9,7 +9,8 @@
 // objects").
 //
 // It defines the kinds several features read (Services, Nodes,
-// EndpointSlices, CiliumPodIPPools, CiliumNodes; writes their tables), and
+// EndpointSlices, CiliumPodIPPools, CiliumNodes,
+// CiliumLoadBalancerIPPools; writes their tables), and
 // runs the reflectors of the kinds the features define themselves
 // (k8sreflect.Kind, in the value group "k8s-kinds").
 // Provides: tables.Freshness, with which a new leader waits until a table
@@ -29,7 +30,7 @@ var Cell = cell.Module(
 
 	cell.ProvidePrivate(
 		tables.NewServicesTable, tables.NewNodesTable, tables.NewEndpointSlicesTable,
-		tables.NewPodIPPoolsTable, tables.NewCiliumNodesTable,
+		tables.NewPodIPPoolsTable, tables.NewCiliumNodesTable, tables.NewLBPoolsTable,
 		newFreshness,
 	),
 	cell.Provide(
@@ -39,7 +40,8 @@ var Cell = cell.Module(
 		statedb.RWTable[*tables.EndpointSlice].ToTable,
 		statedb.RWTable[*tables.PodIPPool].ToTable,
 		statedb.RWTable[*tables.CiliumNode].ToTable,
-		serviceKind, nodeKind, endpointSliceKind, podIPPoolKind, ciliumNodeKind,
+		statedb.RWTable[*tables.LBPool].ToTable,
+		serviceKind, nodeKind, endpointSliceKind, podIPPoolKind, ciliumNodeKind, lbPoolKind,
 	),
 	// Only what the cells ask for (tables.Reflection).
 	cell.Invoke(reflectRequested),

@@ -143,3 +143,16 @@ func ciliumNodeKind(t statedb.RWTable[*tables.CiliumNode]) k8sreflect.KindOut {
 		VersionOf: func(n *tables.CiliumNode) (string, string) { return n.Name, n.ResourceVersion },
 	})
 }
+
+// LB IPAM's pools; the pod CIDR allocator reads them too (an overlap with
+// a CiliumPodIPPool is a conflict).
+func lbPoolKind(t statedb.RWTable[*tables.LBPool]) k8sreflect.KindOut {
+	return k8sreflect.Define(t, k8sreflect.Def[*v2alpha1.CiliumLoadBalancerIPPool, *tables.LBPool]{
+		Name: "lb-pools", Example: &v2alpha1.CiliumLoadBalancerIPPool{},
+		ListWatch: func(c k8sreflect.Clients, _ string) cache.ListerWatcher {
+			return k8sreflect.ListWatch(c.Herald.CiliumV2alpha1().CiliumLoadBalancerIPPools(), "")
+		},
+		Transform: tables.LBPoolFromK8s,
+		VersionOf: func(l *tables.LBPool) (string, string) { return l.Name, l.ResourceVersion },
+	})
+}

@@ -22,3 +22,29 @@ func Sorted[P any](dst []P, pools map[string]P, key func(P) (time.Time, string))
 	})
 	return dst
 }
+
+// Kind is which allocator a pool belongs to, for the order between the
+// two kinds of pools.
+type Kind int
+
+const (
+	PodPool Kind = iota // a CiliumPodIPPool (the pod CIDR allocator's)
+	LBPool              // a CiliumLoadBalancerIPPool (LB IPAM's)
+)
+
+// Ref is a pool as the order between kinds sees it.
+type Ref struct {
+	Kind    Kind
+	Name    string
+	Created time.Time
+}
+
+// Older reports whether a was created before b: by creation time, then by
+// name, and a pod pool before an LB pool of the same name and second. An LB
+// pool and a pod pool that overlap would hand one address to a Service and
+// to a pod; each allocator marks its pool conflicting when the other kind's
+// is older, and since both decide with this one order, exactly one of the
+// two pools stops handing out addresses.
+func Older(a, b Ref) bool {
+	return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Kind, b.Kind)) < 0
+}

@@ -27,3 +27,25 @@ func TestSorted(t *testing.T) {
 		t.Fatalf("order %v, want %v", names, want)
 	}
 }
+
+func TestOlder(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	cases := []struct {
+		name string
+		a, b Ref
+		want bool
+	}{
+		{"created first", Ref{LBPool, "z", t0}, Ref{PodPool, "a", t0.Add(time.Second)}, true},
+		{"created later", Ref{PodPool, "a", t0.Add(time.Second)}, Ref{LBPool, "z", t0}, false},
+		{"same second, name first", Ref{LBPool, "a", t0}, Ref{PodPool, "b", t0}, true},
+		{"same second, name later", Ref{PodPool, "b", t0}, Ref{LBPool, "a", t0}, false},
+		{"same second and name: the pod pool", Ref{PodPool, "x", t0}, Ref{LBPool, "x", t0}, true},
+		{"same second and name: not the LB pool", Ref{LBPool, "x", t0}, Ref{PodPool, "x", t0}, false},
+		{"itself", Ref{LBPool, "x", t0}, Ref{LBPool, "x", t0}, false},
+	}
+	for _, c := range cases {
+		if got := Older(c.a, c.b); got != c.want {
+			t.Errorf("%s: Older(%v, %v) = %v, want %v", c.name, c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 // Package allocator is LB IPAM: it gives Services of type LoadBalancer IPs
 // from CiliumLoadBalancerIPPools and computes each pool's status.
 //
-// Reads: tables services, lb-pools and leadership.
+// Reads: tables services, lb-pools and leadership; under multi-pool IPAM,
+// pod-ip-pools (an LB pool overlapping an older CiliumPodIPPool is
+// conflicting).
 // Writes: tables lb-allocations (one decision per Service) and
 // lb-pool-status; the service-status and pool-status cells write them to
 // the API server, fenced by the term they were decided in.
@@ -20,6 +22,7 @@ import (
 	"github.com/cilium/statedb"
 	"github.com/spf13/pflag"
 
+	"github.com/heraldlb/herald/cells/ground/agentconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -109,7 +112,11 @@ var Cell = cell.Module(
 )
 
 // reflections asks the ground floor for the Kubernetes objects this cell
-// reads.
-func reflections() tables.Reflections {
+// reads: under multi-pool IPAM the CiliumPodIPPools too, whose addresses
+// go to pods (podpools.go).
+func reflections(agent agentconfig.Config) tables.Reflections {
+	if agent.MultiPool() {
+		return tables.Reflect(tables.ServicesTableName, tables.LBPoolsTableName, tables.PodIPPoolsTableName)
+	}
 	return tables.Reflect(tables.ServicesTableName, tables.LBPoolsTableName)
 }

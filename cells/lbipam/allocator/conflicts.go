@@ -3,7 +3,8 @@ package allocator
 import "fmt"
 
 // detectConflicts marks every pool with a block that overlaps a block of an
-// older pool, or an earlier block of its own, as conflicting. Pools are
+// older pool, an earlier block of its own, or a CIDR of an older
+// CiliumPodIPPool (podpools.go), as conflicting. Pools are
 // compared oldest first (ties by name), so the pool created last is the one
 // marked, and the outcome does not depend on the order events arrive in.
 func (e *Engine) detectConflicts() {
@@ -26,6 +27,9 @@ func (e *Engine) detectConflicts() {
 					}
 				}
 			}
+		}
+		if p.conflict == "" {
+			p.conflict = e.podPoolConflict(p)
 		}
 	}
 }

@@ -46,6 +46,10 @@ type Engine struct {
 	freed bool
 
 	deletedPools []string
+
+	// podPools are the CiliumPodIPPools, under multi-pool IPAM
+	// (podpools.go).
+	podPools map[string]podPool
 }
 
 type poolState struct {
@@ -89,6 +93,7 @@ func NewEngine(fams Families, resp Responsibility) *Engine {
 		families:   fams,
 		resp:       resp,
 		pools:      map[string]*poolState{},
+		podPools:   map[string]podPool{},
 		svcs:       map[string]*svcState{},
 		ips:        map[netip.Addr]*ipUse{},
 		byKey:      map[string]map[string]*svcState{},

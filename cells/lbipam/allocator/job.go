@@ -15,22 +15,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
-	"github.com/heraldlb/herald/cells/internal/leader"
 	"github.com/heraldlb/herald/tables"
 )
 
 type params struct {
 	cell.In
 
-	Config      Config
-	Agent       agentconfig.Config
-	Log         *slog.Logger
-	DB          *statedb.DB
-	Jobs        job.Group
-	Leadership  statedb.Table[*tables.Leadership]
-	Freshness   tables.Freshness
-	Services    statedb.Table[*tables.Service]
-	Pools       statedb.Table[*tables.LBPool]
+	Config     Config
+	Agent      agentconfig.Config
+	Log        *slog.Logger
+	DB         *statedb.DB
+	Jobs       job.Group
+	Leadership statedb.Table[*tables.Leadership]
+	Freshness  tables.Freshness
+	Services   statedb.Table[*tables.Service]
+	Pools      statedb.Table[*tables.LBPool]
+	// PodPools are read under multi-pool IPAM only (podpools.go).
+	PodPools    statedb.Table[*tables.PodIPPool]
 	Allocations statedb.RWTable[*tables.LBAllocation]
 	PoolStatus  statedb.RWTable[*tables.LBPoolStatus]
 	Metrics     prometheus.Registerer `optional:"true"`
@@ -57,29 +58,11 @@ func registerAllocator(p params) error {
 // feeds pool and Service changes to it and writes its decisions, stamped
 // with the term, to the tables.
 func allocate(ctx context.Context, p params, term uint64, working func()) error {
-	if err := tables.WaitInitialized(ctx, p.DB, p.Services, p.Pools); err != nil {
-		return err
-	}
-	start := time.Now()
-	if err := leader.CatchUp(ctx, p.Freshness, tables.ServicesTableName, tables.LBPoolsTableName); err != nil {
-		return err
-	}
-	caughtUp := time.Since(start)
-
-	wtxn := p.DB.WriteTxn(p.Services, p.Pools)
-	svcChanges, err := p.Services.Changes(wtxn)
+	inputs, err := watchInputs(ctx, p)
 	if err != nil {
-		wtxn.Abort()
 		return err
 	}
-	poolChanges, err := p.Pools.Changes(wtxn)
-	if err != nil {
-		wtxn.Abort()
-		return err
-	}
-	wtxn.Commit()
-	defer svcChanges.Close()
-	defer poolChanges.Close()
+	defer inputs.close()
 
 	resp := ResponsibilityFor(p.Config.DefaultLBServiceIPAM == "lbipam", p.Classes)
 	e := NewEngine(Families{IPv4: p.Agent.EnableIPv4, IPv6: p.Agent.EnableIPv6}, resp)
@@ -87,12 +70,13 @@ func allocate(ctx context.Context, p params, term uint64, working func()) error 
 	first := true
 	for {
 		txn := p.DB.ReadTxn()
-		pools, poolWatch := poolChanges.Next(txn)
+		pools, poolWatch := inputs.pools.Next(txn)
 		applyPoolChanges(e, pools)
-		svcs, svcWatch := svcChanges.Next(txn)
+		podPoolWatch := inputs.applyPodPools(e, txn)
+		svcs, svcWatch := inputs.services.Next(txn)
 		if first {
 			n := restoreServices(e, svcs)
-			p.Log.Info("Restored allocations from Service status", "term", term, "services", n, "caught-up-in", caughtUp.Round(time.Millisecond))
+			p.Log.Info("Restored allocations from Service status", "term", term, "services", n, "caught-up-in", inputs.caughtUp.Round(time.Millisecond))
 			first = false
 			working()
 		} else {
@@ -105,6 +89,7 @@ func allocate(ctx context.Context, p params, term uint64, working func()) error 
 		case <-ctx.Done():
 			return nil
 		case <-poolWatch:
+		case <-podPoolWatch:
 		case <-svcWatch:
 		}
 	}

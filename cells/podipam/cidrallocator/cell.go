@@ -102,5 +102,5 @@ func reflections(agent agentconfig.Config) tables.Reflections {
 	if !agent.MultiPool() {
 		return tables.Reflections{}
 	}
-	return tables.Reflect(tables.PodIPPoolsTableName, tables.CiliumNodesTableName, tables.NodesTableName)
+	return tables.Reflect(tables.PodIPPoolsTableName, tables.CiliumNodesTableName, tables.NodesTableName, tables.LBPoolsTableName)
 }

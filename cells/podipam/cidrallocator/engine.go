@@ -50,6 +50,9 @@ type Engine struct {
 	// the last Evaluate, which stamps them.
 	quarantine map[netip.Prefix]time.Time
 	freed      []netip.Prefix
+
+	// lbPools are the CiliumLoadBalancerIPPools (lbpools.go).
+	lbPools map[string]lbPool
 }
 
 type poolState struct {
@@ -78,7 +81,7 @@ func NewEngine() *Engine {
 	return &Engine{
 		pools: map[string]*poolState{}, nodes: map[string]*nodeState{}, k8sNodes: map[string]bool{},
 		held: newHeldIndex(), dirtyNodes: map[string]struct{}{}, dirtyPools: map[string]struct{}{},
-		quarantine: map[netip.Prefix]time.Time{},
+		quarantine: map[netip.Prefix]time.Time{}, lbPools: map[string]lbPool{},
 	}
 }
 
@@ -223,8 +226,9 @@ func (e *Engine) nodeChanged(n *nodeState, old []holding, oldRow *tables.CiliumN
 	}
 }
 
-// detectConflicts marks every pool that overlaps an older one; an IPv4 and
-// an IPv6 CIDR never overlap.
+// detectConflicts marks every pool that overlaps an older one, or an older
+// CiliumLoadBalancerIPPool (lbpools.go); an IPv4 and an IPv6 CIDR never
+// overlap.
 func (e *Engine) detectConflicts() {
 	for i, p := range e.poolOrder {
 		old := p.conflict
@@ -234,6 +238,9 @@ func (e *Engine) detectConflicts() {
 				p.conflict = msg
 				break
 			}
+		}
+		if p.conflict == "" {
+			p.conflict = e.lbPoolConflict(p.row)
 		}
 		if old != p.conflict {
 			e.dirtyPools[p.row.Name] = struct{}{}

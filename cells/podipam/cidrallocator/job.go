@@ -30,6 +30,7 @@ type params struct {
 	Leadership  statedb.Table[*tables.Leadership]
 	Freshness   tables.Freshness
 	Pools       statedb.Table[*tables.PodIPPool]
+	LBPools     statedb.Table[*tables.LBPool]
 	CiliumNodes statedb.Table[*tables.CiliumNode]
 	Nodes       statedb.Table[*tables.Node]
 	Decisions   statedb.RWTable[*tables.PodCIDRDecision]
@@ -60,7 +61,7 @@ func registerAllocator(p params) error {
 // allocate runs one term: catch up, auto-create pools, rebuild the engine
 // from what the CiliumNodes hold, then follow the changes.
 func allocate(ctx context.Context, p params, term uint64, working func()) error {
-	if err := tables.WaitInitialized(ctx, p.DB, p.Pools, p.CiliumNodes, p.Nodes); err != nil {
+	if err := tables.WaitInitialized(ctx, p.DB, p.Pools, p.CiliumNodes, p.Nodes, p.LBPools); err != nil {
 		return err
 	}
 	pools, _ := parseAutoCreate(p.Config.AutoCreateCiliumPodIPPools) // validated at start
@@ -69,45 +70,27 @@ func allocate(ctx context.Context, p params, term uint64, working func()) error 
 	} else if len(created) > 0 {
 		p.Log.Info("Created CiliumPodIPPools", "pools", created)
 	}
-	start := time.Now()
-	if err := leader.CatchUp(ctx, p.Freshness, tables.PodIPPoolsTableName, tables.CiliumNodesTableName, tables.NodesTableName); err != nil {
-		return err
-	}
-
-	wtxn := p.DB.WriteTxn(p.Pools, p.CiliumNodes, p.Nodes)
-	poolChanges, err := p.Pools.Changes(wtxn)
+	in, err := watchInputs(ctx, p)
 	if err != nil {
-		wtxn.Abort()
 		return err
 	}
-	defer poolChanges.Close()
-	cnChanges, err := p.CiliumNodes.Changes(wtxn)
-	if err != nil {
-		wtxn.Abort()
-		return err
-	}
-	defer cnChanges.Close()
-	nodeChanges, err := p.Nodes.Changes(wtxn)
-	if err != nil {
-		wtxn.Abort()
-		return err
-	}
-	defer nodeChanges.Close()
-	wtxn.Commit()
+	defer in.close()
 
 	e := NewEngine()
 	first := true
 	var timer <-chan time.Time
 	for {
 		txn := p.DB.ReadTxn()
-		ps, poolWatch := poolChanges.Next(txn)
+		ps, poolWatch := in.pools.Next(txn)
 		applyPoolChanges(e, ps)
-		ns, nodeWatch := nodeChanges.Next(txn)
+		lbs, lbWatch := in.lbPools.Next(txn)
+		applyLBPoolChanges(e, lbs)
+		ns, nodeWatch := in.nodes.Next(txn)
 		applyNodeChanges(e, ns)
-		cns, cnWatch := cnChanges.Next(txn)
+		cns, cnWatch := in.ciliumNodes.Next(txn)
 		count := applyCiliumNodeChanges(e, cns)
 		if first {
-			p.Log.Info("Restored pod CIDRs from the CiliumNodes", "term", term, "nodes", count, "caught-up-in", time.Since(start).Round(time.Millisecond))
+			p.Log.Info("Restored pod CIDRs from the CiliumNodes", "term", term, "nodes", count, "caught-up-in", in.caughtUp.Round(time.Millisecond))
 			working()
 			first = false
 		}
@@ -123,6 +106,7 @@ func allocate(ctx context.Context, p params, term uint64, working func()) error 
 		case <-ctx.Done():
 			return nil
 		case <-poolWatch:
+		case <-lbWatch:
 		case <-nodeWatch:
 		case <-cnWatch:
 		case <-timer:
@@ -138,6 +122,18 @@ func applyPoolChanges(e *Engine, changes iter.Seq2[statedb.Change[*tables.PodIPP
 			e.DeletePool(ch.Object.Name)
 		} else {
 			e.UpsertPool(ch.Object)
+		}
+	}
+}
+
+// applyLBPoolChanges gives the engine the CiliumLoadBalancerIPPools that
+// changed.
+func applyLBPoolChanges(e *Engine, changes iter.Seq2[statedb.Change[*tables.LBPool], statedb.Revision]) {
+	for ch := range changes {
+		if ch.Deleted {
+			e.DeleteLBPool(ch.Object.Name)
+		} else {
+			e.UpsertLBPool(ch.Object)
 		}
 	}
 }
