@@ -21,13 +21,22 @@ type poolChoice struct {
 // family the pod leaves open).
 func podChooses(pod map[string]string, families []tables.Family) bool {
 	for _, f := range families {
-		_, ip := pod[tables.AnnotationIPPool]
-		_, fam := pod[familyAnnotation(f)]
+		_, ip := annotated(pod, tables.AnnotationIPPool)
+		_, fam := annotated(pod, familyAnnotation(f))
 		if !ip && !fam {
 			return false
 		}
 	}
 	return true
+}
+
+// annotated returns the annotation's value, trimmed; an empty or blank
+// value counts as no annotation, as in Cilium (which tests for != ""), so
+// that a template that writes the key with an empty default falls through
+// to the namespace and the default pool instead of failing every ADD.
+func annotated(ann map[string]string, key string) (string, bool) {
+	v := strings.TrimSpace(ann[key])
+	return v, v != ""
 }
 
 func familyAnnotation(f tables.Family) string {
@@ -39,8 +48,8 @@ func familyAnnotation(f tables.Family) string {
 
 // choosePool applies Cilium's order: on the pod, the family's annotation
 // then ip-pool; then the same on its namespace; then the default pool
-// (ipam-default-ip-pool). A value that cannot be a pool's name is an error
-// naming the annotation.
+// (ipam-default-ip-pool). An empty value is no annotation; a value that
+// cannot be a pool's name is an error naming the annotation.
 func choosePool(pod, ns map[string]string, f tables.Family, defaultPool string) (poolChoice, error) {
 	familyKey := familyAnnotation(f)
 	for _, src := range []struct {
@@ -48,11 +57,10 @@ func choosePool(pod, ns map[string]string, f tables.Family, defaultPool string) 
 		ann  map[string]string
 	}{{"pod", pod}, {"namespace", ns}} {
 		for _, key := range []string{familyKey, tables.AnnotationIPPool} {
-			v, ok := src.ann[key]
+			v, ok := annotated(src.ann, key)
 			if !ok {
 				continue
 			}
-			v = strings.TrimSpace(v)
 			if errs := validation.IsDNS1123Subdomain(v); len(errs) > 0 {
 				return poolChoice{}, fmt.Errorf("%s annotation %s: %q cannot be the name of a CiliumPodIPPool: %s", src.what, key, v, strings.Join(errs, "; "))
 			}

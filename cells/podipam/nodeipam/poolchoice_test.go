@@ -35,6 +35,9 @@ func TestChoosePool(t *testing.T) {
 		{"namespace when the pod says nothing", nil, a(ip, "ns-pool"), tables.IPv4, "ns-pool", ""},
 		{"pod ip-pool beats namespace family", a(ip, "pod-pool"), a(v4, "ns-v4"), tables.IPv4, "pod-pool", ""},
 		{"namespace family beats namespace ip-pool", nil, a(ip, "ns-pool", v4, "ns-v4"), tables.IPv4, "ns-v4", ""},
+		{"empty pod ip-pool: the namespace's", a(ip, ""), a(ip, "ns-pool"), tables.IPv4, "ns-pool", ""},
+		{"blank pod family: the pod's ip-pool", a(v4, "  ", ip, "pod-pool"), nil, tables.IPv4, "pod-pool", ""},
+		{"empty everywhere: default", a(ip, "", v6, ""), a(ip, " ", v6, ""), tables.IPv6, "default", ""},
 		{"bad name", a(ip, "Green Pool"), nil, tables.IPv4, "", `pod annotation ipam.cilium.io/ip-pool: "Green Pool" cannot be the name of a CiliumPodIPPool`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,7 +98,9 @@ func TestPodChooses(t *testing.T) {
 		{map[string]string{tables.AnnotationIPv4Pool: "a"}, v4, true},
 		{map[string]string{tables.AnnotationIPv4Pool: "a"}, dual, false},
 		{map[string]string{tables.AnnotationIPv4Pool: "a", tables.AnnotationIPv6Pool: "b"}, dual, true},
-		{map[string]string{tables.AnnotationIPPool: ""}, v4, true}, // invalid, but the pod's: refused as such
+		{map[string]string{tables.AnnotationIPPool: ""}, v4, false},                                   // empty: no annotation, as in Cilium
+		{map[string]string{tables.AnnotationIPPool: "Bad Name"}, v4, true},                            // invalid, but the pod's: refused as such
+		{map[string]string{tables.AnnotationIPPool: "a", tables.AnnotationIPv6Pool: " "}, dual, true}, // the blank one falls through to ip-pool
 	} {
 		if got := podChooses(tt.ann, tt.fams); got != tt.want {
 			t.Errorf("podChooses(%v, %v) = %v, want %v", tt.ann, tt.fams, got, tt.want)
