@@ -15,7 +15,8 @@ import (
 
 // TestPoolByAnnotation: a pod annotated with a pool (or in a namespace so
 // annotated) gets its address from a node CIDR of that pool; the pod's own
-// annotation wins over its namespace's, ipv4-pool over ip-pool; other pods
+// annotation wins over its namespace's, ipv4-pool over ip-pool, an empty
+// one counts as none (as in Cilium); other pods
 // get the default pool's. Every address is in the CiliumNode's CIDRs of
 // that pool, and the CNI result's gateway is the CIDR's second address.
 func TestPoolByAnnotation(t *testing.T) {
@@ -32,6 +33,8 @@ func TestPoolByAnnotation(t *testing.T) {
 		{"pod annotation", plain, map[string]string{tables.AnnotationIPPool: "green-pool"}, greenCIDR, greenCIDR6},
 		{"namespace annotation", greenNS, nil, greenCIDR, greenCIDR6},
 		{"pod beats namespace", greenNS, map[string]string{tables.AnnotationIPPool: "default"}, defaultCIDR, defaultCIDR6},
+		{"an empty pod annotation is none: the namespace's", greenNS, map[string]string{tables.AnnotationIPPool: ""}, greenCIDR, greenCIDR6},
+		{"a blank ipv4-pool is none: ip-pool", plain, map[string]string{tables.AnnotationIPv4Pool: " ", tables.AnnotationIPPool: "green-pool"}, greenCIDR, greenCIDR6},
 		{"ipv4-pool beats ip-pool, per family", plain, map[string]string{tables.AnnotationIPPool: "default", tables.AnnotationIPv4Pool: "green-pool"}, greenCIDR, defaultCIDR6},
 		{"ipv6-pool beats ip-pool, per family", plain, map[string]string{tables.AnnotationIPPool: "default", tables.AnnotationIPv6Pool: "green-pool"}, defaultCIDR, greenCIDR6},
 	} {
