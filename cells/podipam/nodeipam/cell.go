@@ -14,7 +14,6 @@ package nodeipam
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -78,21 +77,6 @@ func (c Config) defaultPool() (string, error) {
 		return "", fmt.Errorf("ipam-default-ip-pool: %q cannot be the name of a CiliumPodIPPool: %s", c.IPAMDefaultIPPool, strings.Join(errs, "; "))
 	}
 	return c.IPAMDefaultIPPool, nil
-}
-
-// preAllocation parses ipam-multi-pool-pre-allocation: pool=count items
-// separated by commas or spaces (Cilium's map syntax).
-func (c Config) preAllocation() (map[string]int, error) {
-	out := map[string]int{}
-	for _, item := range strings.FieldsFunc(c.IPAMMultiPoolPreAllocation, func(r rune) bool { return r == ',' || r == ' ' }) {
-		pool, v, ok := strings.Cut(item, "=")
-		n, err := strconv.Atoi(v)
-		if !ok || pool == "" || err != nil || n < 0 {
-			return nil, fmt.Errorf("ipam-multi-pool-pre-allocation: %q is not <pool>=<count of addresses>", item)
-		}
-		out[pool] = n
-	}
-	return out, nil
 }
 
 var Cell = cell.Module(

@@ -33,7 +33,17 @@ func TestPreAllocation(t *testing.T) {
 	if got, err := (Config{}).preAllocation(); err != nil || len(got) != 0 {
 		t.Fatalf("empty: %v %v", got, err)
 	}
-	for _, bad := range []string{"default", "default=x", "default=-1", "=8"} {
+	// Cilium's map options also take a JSON object.
+	for _, js := range []string{`{"default":"8","green":"16"}`, ` {"default": 8, "green": 16} `} {
+		got, err := Config{IPAMMultiPoolPreAllocation: js}.preAllocation()
+		if err != nil || got["default"] != 8 || got["green"] != 16 || len(got) != 2 {
+			t.Errorf("preAllocation(%s) = %v, %v", js, got, err)
+		}
+	}
+	if got, err := (Config{IPAMMultiPoolPreAllocation: "{}"}).preAllocation(); err != nil || len(got) != 0 {
+		t.Errorf("{}: %v %v", got, err)
+	}
+	for _, bad := range []string{"default", "default=x", "default=-1", "=8", `{"default":"x"}`, `{"default":-1}`, `{"":"8"}`, `{"default":8`, `{"default":true}`} {
 		if _, err := (Config{IPAMMultiPoolPreAllocation: bad}).preAllocation(); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
