@@ -27,6 +27,7 @@ func Root() *cobra.Command {
 	root.PersistentFlags().StringVar(&socket, "socket", dbgshell.DefaultSocket, "The agent's debug socket (--dbg-socket of herald-agent)")
 	root.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig for what herald-dbg asks the API server itself (Lease holders; Pods, CiliumNodes and pools for ipam; migrate); default: the Pod's service account")
 	root.AddCommand(statedbCmd(), configCmd(), explainCmd(), poolsCmd(), bpfCmd(), ipamCmd(), shellCmd(), migrateCmd())
+	strictGroups(root)
 	return root
 }
 
