@@ -83,9 +83,7 @@ func (e *Engine) evaluateNode(n *nodeState, now time.Time, res *Result) {
 		if n.decision != nil {
 			res.DeletedDecisions = append(res.DeletedDecisions, n.name)
 		}
-		for _, p := range e.pools {
-			delete(p.exhausted, n.name)
-		}
+		e.forgetShort(n.name)
 		delete(e.nodes, n.name)
 		return
 	}
@@ -105,6 +103,10 @@ func (e *Engine) evaluateNode(n *nodeState, now time.Time, res *Result) {
 		e.emit(n, d, res)
 		return
 	}
+	// Which pools leave the node short is decided afresh from what it asks
+	// now, in every family: a family that is met, or a pool it no longer
+	// asks of, no longer counts it.
+	e.forgetShort(n.name)
 	var errs []string
 	for _, dem := range n.row.Requested {
 		errs = append(errs, e.fill(n, dem)...)
@@ -245,6 +247,17 @@ func (e *Engine) poolStatus(p *poolState) *tables.PodIPPoolStatus {
 		st.Terminating = "waiting for nodes to release their CIDRs: " + strings.Join(holders, ", ")
 	}
 	return st
+}
+
+// forgetShort drops the node from every pool's exhausted list; a pool whose
+// list changes has its status evaluated again.
+func (e *Engine) forgetShort(node string) {
+	for name, p := range e.pools {
+		if _, ok := p.exhausted[node]; ok {
+			delete(p.exhausted, node)
+			e.dirtyPools[name] = struct{}{}
+		}
+	}
 }
 
 func inPool(fam *tables.PodPoolFamily, c netip.Prefix) bool {

@@ -22,9 +22,6 @@ func (e *Engine) fill(n *nodeState, dem tables.PoolDemand) (errs []string) {
 		if need <= 0 {
 			continue
 		}
-		if p != nil {
-			delete(p.exhausted, n.name)
-		}
 		switch {
 		case p == nil:
 			return append(errs, fmt.Sprintf("pool %q does not exist", dem.Pool))
@@ -60,7 +57,11 @@ func (e *Engine) fill(n *nodeState, dem tables.PoolDemand) (errs []string) {
 				if c, ok = e.nextFree(p, f); !ok {
 					cause = tables.ShortfallExhausted
 					detail = fmt.Sprintf("no free /%d is left in its %s CIDRs", p.row.Family(f).MaskSize, f)
-					p.exhausted[n.name] = fmt.Sprintf("%s needs %d %s addresses, has %d", n.name, need, f, have)
+					short := fmt.Sprintf("%s needs %d %s addresses, has %d", n.name, need, f, have)
+					if prev := p.exhausted[n.name]; prev != "" {
+						short = prev + "; " + short // both families short
+					}
+					p.exhausted[n.name] = short
 				}
 			}
 			if cause != "" {
