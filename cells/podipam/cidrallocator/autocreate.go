@@ -14,21 +14,14 @@ import (
 	"github.com/heraldlb/herald/api/client/clientset/versioned"
 )
 
-// parseAutoCreate parses auto-create-cilium-pod-ip-pools: pools separated
-// by spaces, each name=spec in Cilium's syntax
+// parseAutoCreate parses auto-create-cilium-pod-ip-pools: pools (separated
+// as poolSpecs says), each name=spec in Cilium's syntax
 // ipv4-cidrs:a,b;ipv4-mask-size:24;ipv6-cidrs:...;ipv6-mask-size:n.
 // The API server validates the rest when the pool is created.
 func parseAutoCreate(value string) ([]*v2alpha1.CiliumPodIPPool, error) {
-	specs := map[string]string{}
-	for _, item := range strings.Fields(value) {
-		name, spec, ok := strings.Cut(item, "=")
-		if !ok || name == "" {
-			return nil, fmt.Errorf("%q is not <pool>=<spec>", item)
-		}
-		if _, dup := specs[name]; dup {
-			return nil, fmt.Errorf("pool %s is given twice", name)
-		}
-		specs[name] = spec
+	specs, err := poolSpecs(value)
+	if err != nil {
+		return nil, err
 	}
 	names := make([]string, 0, len(specs))
 	for n := range specs {

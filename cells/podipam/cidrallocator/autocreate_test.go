@@ -1,6 +1,7 @@
 package cidrallocator
 
 import (
+	"fmt"
 	"testing"
 )
 
@@ -27,5 +28,36 @@ func TestParseAutoCreate(t *testing.T) {
 	}
 	if pools, err := parseAutoCreate(""); err != nil || len(pools) != 0 {
 		t.Errorf("empty: %v %v", pools, err)
+	}
+}
+
+// The forms a value copied from Cilium takes: pools separated by commas
+// (a comma inside a pool's CIDR list stays there), or a JSON object.
+func TestParseAutoCreateCiliumForms(t *testing.T) {
+	want := map[string][]string{"default": {"10.10.0.0/16", "10.11.0.0/16"}, "other": {"10.12.0.0/16"}}
+	for _, value := range []string{
+		"default=ipv4-cidrs:10.10.0.0/16,10.11.0.0/16;ipv4-mask-size:24,other=ipv4-cidrs:10.12.0.0/16;ipv4-mask-size:26",
+		"default=ipv4-cidrs:10.10.0.0/16,10.11.0.0/16;ipv4-mask-size:24 other=ipv4-cidrs:10.12.0.0/16;ipv4-mask-size:26",
+		`{"default": "ipv4-cidrs:10.10.0.0/16,10.11.0.0/16;ipv4-mask-size:24", "other": "ipv4-cidrs:10.12.0.0/16;ipv4-mask-size:26"}`,
+	} {
+		pools, err := parseAutoCreate(value)
+		if err != nil {
+			t.Errorf("%s: %v", value, err)
+			continue
+		}
+		got := map[string][]string{}
+		for _, p := range pools {
+			for _, c := range p.Spec.IPv4.CIDRs {
+				got[p.Name] = append(got[p.Name], string(c))
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: pools %v, want %v", value, got, want)
+		}
+	}
+	for _, bad := range []string{`{"default": 8}`, `{"default": "ipv4-cidrs"`, "default=ipv4-cidrs:10.10.0.0/16;ipv4-mask-size:24,default=ipv4-cidrs:10.12.0.0/16;ipv4-mask-size:26"} {
+		if _, err := parseAutoCreate(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }
