@@ -98,6 +98,17 @@ func TestLint(t *testing.T) {
 		},
 		"cni":               {"cni": map[string]any{"install": true, "binDir": "/usr/libexec/cni"}},
 		"pod announcements": {"l2podAnnouncements": map[string]any{"enabled": true, "interface": "eth0"}},
+		// The --set options of the spec's L2 announcements page, as written
+		// for Cilium's chart; Cilium's datapath options change nothing.
+		"spec's L2 options": {
+			"l2announcements": map[string]any{"enabled": true, "leaseDuration": "3s",
+				"leaseRenewDeadline": "1s", "leaseRetryPeriod": "200ms"},
+			"k8sClientRateLimit":   map[string]any{"qps": 50, "burst": 100},
+			"kubeProxyReplacement": true,
+			"k8sServiceHost":       "198.18.0.1",
+			"k8sServicePort":       "6443",
+			"externalIPs":          map[string]any{"enabled": true},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, m := range helmrender.Lint(chartDir, "", vals) {
@@ -121,6 +132,8 @@ func TestLintRejects(t *testing.T) {
 		"unknown responder":     {"l2announcements": map[string]any{"responderMode": "tc"}},
 		"relative CNI bin dir":  {"cni": map[string]any{"binDir": "opt/cni/bin"}},
 		"typo in cni":           {"cni": map[string]any{"instal": true}},
+		// Removed from Cilium in v1.15: the agent would refuse it.
+		"kube-proxy-replacement strict": {"kubeProxyReplacement": "strict"},
 		// The agent would refuse to start: the chart refuses first.
 		"pod announcements without an interface":  {"l2podAnnouncements": map[string]any{"enabled": true}},
 		"pod announcement interface as a pattern": {"l2podAnnouncements": map[string]any{"enabled": true, "interface": "eth[0-9]+ "}},

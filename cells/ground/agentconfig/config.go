@@ -75,6 +75,8 @@ var Cell = cell.Group(
 	cell.Config(Defaults),
 	// A mode the agent does not run stops it at start, naming the key.
 	cell.Invoke(func(c Config) error { return c.Validate() }),
+	// Cilium's datapath options that the spec's ConfigMap sets.
+	ciliumDatapathCell,
 )
 
 // Node returns the node name: --node-name, else $NODE_NAME (set from the

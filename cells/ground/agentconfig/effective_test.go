@@ -11,6 +11,9 @@ func TestDisplayName(t *testing.T) {
 		"l2-announcements-lease-duration": "L2AnnouncementsLeaseDuration",
 		"prometheus-serve-addr":           "PrometheusServeAddr",
 		"devices":                         "Devices",
+		// The names the spec's troubleshooting greps for.
+		"kube-proxy-replacement": "KubeProxyReplacement",
+		"enable-external-ips":    "EnableExternalIPs",
 	} {
 		if got := DisplayName(flag); got != want {
 			t.Errorf("%s: %s, want %s", flag, got, want)
