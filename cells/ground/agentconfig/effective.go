@@ -51,7 +51,7 @@ func DisplayName(flag string) string {
 
 var acronyms = map[string]string{
 	"ipv4": "IPv4", "ipv6": "IPv6", "l2": "L2", "lb": "LB", "ipam": "IPAM", "bgp": "BGP",
-	"k8s": "K8s", "qps": "QPS", "bpf": "BPF", "dbg": "Dbg", "addr": "Addr", "ips": "IPs",
+	"k8s": "K8s", "qps": "QPS", "bpf": "BPF", "dbg": "Dbg", "addr": "Addr", "ip": "IP", "ips": "IPs",
 }
 
 // SortedNames returns the flag names in display order.

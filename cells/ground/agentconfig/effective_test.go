@@ -14,6 +14,9 @@ func TestDisplayName(t *testing.T) {
 		// The names the spec's troubleshooting greps for.
 		"kube-proxy-replacement": "KubeProxyReplacement",
 		"enable-external-ips":    "EnableExternalIPs",
+		// As Cilium's agent names them.
+		"ipam-default-ip-pool":            "IPAMDefaultIPPool",
+		"auto-create-cilium-pod-ip-pools": "AutoCreateCiliumPodIPPools",
 	} {
 		if got := DisplayName(flag); got != want {
 			t.Errorf("%s: %s, want %s", flag, got, want)
