@@ -132,8 +132,8 @@ func TestLintRejects(t *testing.T) {
 		"unknown responder":     {"l2announcements": map[string]any{"responderMode": "tc"}},
 		"relative CNI bin dir":  {"cni": map[string]any{"binDir": "opt/cni/bin"}},
 		"typo in cni":           {"cni": map[string]any{"instal": true}},
-		// Removed from Cilium in v1.15: the agent would refuse it.
-		"kube-proxy-replacement strict": {"kubeProxyReplacement": "strict"},
+		// No value of Cilium's: the agent would refuse it.
+		"kube-proxy-replacement typo": {"kubeProxyReplacement": "ture"},
 		// The agent would refuse to start: the chart refuses first.
 		"pod announcements without an interface":  {"l2podAnnouncements": map[string]any{"enabled": true}},
 		"pod announcement interface as a pattern": {"l2podAnnouncements": map[string]any{"enabled": true, "interface": "eth[0-9]+ "}},

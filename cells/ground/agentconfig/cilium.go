@@ -22,16 +22,18 @@ type CiliumDatapath struct {
 
 func (def CiliumDatapath) Flags(flags *pflag.FlagSet) {
 	flags.String("kube-proxy-replacement", def.KubeProxyReplacement,
-		`Cilium's kube-proxy replacement ("true" or "false"); accepted for Cilium's ConfigMaps, changes nothing: Herald does no Service load balancing`)
+		`Cilium's kube-proxy replacement ("true" or "false"; also its older "strict", "partial", "probe", "disabled"); accepted for Cilium's ConfigMaps, changes nothing: Herald does no Service load balancing`)
 	flags.Bool("enable-external-ips", def.EnableExternalIPs,
 		"Cilium's load balancing of external IPs; accepted for Cilium's ConfigMaps, changes nothing: policies' externalIPs field decides what is announced")
 }
 
-// Validate accepts the values Cilium's agent accepts (since v1.15): a
-// ConfigMap that Cilium would refuse is a mistake worth stopping on.
+// Validate accepts the values Cilium's agent accepts, the older ones
+// (strict, partial, probe, disabled, which it no longer takes) included, so
+// that a ConfigMap kept from an older Cilium starts the agent too; a typo
+// is still worth stopping on.
 func (c CiliumDatapath) Validate() error {
 	switch c.KubeProxyReplacement {
-	case "", "true", "false":
+	case "", "true", "false", "strict", "partial", "probe", "disabled":
 		return nil
 	}
 	return fmt.Errorf(`kube-proxy-replacement: %q is not "true" or "false"`, c.KubeProxyReplacement)
@@ -40,7 +42,9 @@ func (c CiliumDatapath) Validate() error {
 // logIgnored says once, at start, that options which look like they
 // matter do not, so that nobody takes Herald for a kube-proxy replacement.
 func (c CiliumDatapath) logIgnored(log *slog.Logger) {
-	if c.KubeProxyReplacement == "true" {
+	switch c.KubeProxyReplacement {
+	case "", "false", "disabled":
+	default:
 		log.Info("kube-proxy-replacement is ignored: Herald does no Service load balancing; kube-proxy (or another Service proxy) must forward the traffic of announced IPs")
 	}
 	if c.EnableExternalIPs {
