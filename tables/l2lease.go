@@ -30,6 +30,9 @@ type L2Lease struct {
 	ResourceVersion string    `json:"resourceVersion"`
 	RenewTime       time.Time `json:"renewTime"`
 	DurationSeconds int32     `json:"durationSeconds"`
+	// Transitions is the Lease's leaseTransitions: how often it changed
+	// hands.
+	Transitions int32 `json:"transitions,omitempty"`
 	// Takeover is the content of a takeover record
 	// (herald-l2-takeover-*), nil on other Leases.
 	Takeover *L2Takeover `json:"takeover,omitempty"`
@@ -78,6 +81,9 @@ func L2LeaseFromK8s(l *coordinationv1.Lease) *L2Lease {
 	}
 	if l.Spec.LeaseDurationSeconds != nil {
 		row.DurationSeconds = *l.Spec.LeaseDurationSeconds
+	}
+	if l.Spec.LeaseTransitions != nil {
+		row.Transitions = *l.Spec.LeaseTransitions
 	}
 	if strings.HasPrefix(l.Name, L2TakeoverLeasePrefix) {
 		row.Takeover = ParseL2Takeover(l.Annotations[L2TakeoverAnnotation])

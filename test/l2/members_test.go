@@ -95,6 +95,21 @@ func TestMembersFailover(t *testing.T) {
 	}
 	expectNoDoubleAnswers(t, vip, prober, start)
 	expectAnsweredOnlyBy(t, vip, owner)
+
+	// The Lease counts the two changes of hands (placed → interim →
+	// owner), as the spec says leaseTransitions does.
+	waitFor(t, func() (bool, string) {
+		l, err := s.lease("web")
+		if err != nil || l == nil {
+			return false, fmt.Sprintf("Lease %v: %v", l, err)
+		}
+		n := int32(-1)
+		if l.Spec.LeaseTransitions != nil {
+			n = *l.Spec.LeaseTransitions
+		}
+		return n == 2, fmt.Sprintf("Lease held by %s with leaseTransitions %d, want 2 (%s, then %s, then %s)",
+			holderOf(l), n, placed.Name, interim.Name, owner.Name)
+	})
 }
 
 // manyPoolCIDR backs TestMembersManyServices: one address per Service,

@@ -60,6 +60,8 @@ type holding struct {
 	// via: the holder/term of the takeover record that names this holder
 	// ("": the Lease names it).
 	via string
+	// transitions: the Lease's leaseTransitions.
+	transitions int32
 }
 
 func (r holding) key() string { return r.holder + "/" + r.term }
@@ -80,6 +82,8 @@ func claimKey(group, record string) string {
 type write struct {
 	group, holder, term, fromVersion string
 	why                              string
+	// transitions: the leaseTransitions to write (transitionsTo).
+	transitions int32
 }
 
 // decision is one group's outcome on this node, with the reason that

@@ -27,12 +27,25 @@ func writeRecord(ctx context.Context, leases coordinationclient.LeaseInterface, 
 	l := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: w.group, ResourceVersion: w.fromVersion,
 			Annotations: map[string]string{tables.L2TermAnnotation: w.term}},
-		Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
+		Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now,
+			LeaseTransitions: &w.transitions},
 	}
 	if w.holder != "" {
 		l.Spec.HolderIdentity = &w.holder
 	}
 	return putLease(ctx, leases, l)
+}
+
+// transitionsTo is the leaseTransitions of the Lease r once it names
+// holder: one more whenever another node takes it (a release keeps the
+// count), as the Lease election counts, so that the field says what the
+// spec says it does, how often the Lease changed hands; a new Lease
+// starts at 0.
+func (r holding) transitionsTo(holder string) int32 {
+	if r.version == "" || holder == "" || holder == r.holder {
+		return r.transitions
+	}
+	return r.transitions + 1
 }
 
 // writeTakeover creates or grows a takeover record, conditional on the

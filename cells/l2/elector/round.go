@@ -76,6 +76,7 @@ func (e *elector) round(a roundArgs) []<-chan struct{} {
 		e.sendRecord(w)
 	}
 	for _, w := range p.writes {
+		w.transitions = v.records[w.group].transitionsTo(w.holder)
 		e.send(w, false)
 	}
 	return inputs
@@ -95,7 +96,7 @@ func (e *elector) readRecords(v *view, recs iter.Seq2[*tables.L2Lease, statedb.R
 		if renewed && (renewedUntil.IsZero() || until.Before(renewedUntil)) {
 			renewedUntil = until
 		}
-		v.records[l.Name] = holding{holder: l.Holder, term: l.Term, version: l.ResourceVersion}
+		v.records[l.Name] = holding{holder: l.Holder, term: l.Term, version: l.ResourceVersion, transitions: l.Transitions}
 		if renewed {
 			v.renewed[l.Name] = true
 		}
