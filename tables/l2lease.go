@@ -33,6 +33,8 @@ type L2Lease struct {
 	// Transitions is the Lease's leaseTransitions: how often it changed
 	// hands.
 	Transitions int32 `json:"transitions,omitempty"`
+	// AcquireTime is when the holder took the Lease.
+	AcquireTime time.Time `json:"acquireTime,omitempty"`
 	// Takeover is the content of a takeover record
 	// (herald-l2-takeover-*), nil on other Leases.
 	Takeover *L2Takeover `json:"takeover,omitempty"`
@@ -84,6 +86,9 @@ func L2LeaseFromK8s(l *coordinationv1.Lease) *L2Lease {
 	}
 	if l.Spec.LeaseTransitions != nil {
 		row.Transitions = *l.Spec.LeaseTransitions
+	}
+	if l.Spec.AcquireTime != nil {
+		row.AcquireTime = l.Spec.AcquireTime.Time
 	}
 	if strings.HasPrefix(l.Name, L2TakeoverLeasePrefix) {
 		row.Takeover = ParseL2Takeover(l.Annotations[L2TakeoverAnnotation])

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"time"
 
 	"github.com/heraldlb/herald/tables"
 )
@@ -60,8 +61,9 @@ type holding struct {
 	// via: the holder/term of the takeover record that names this holder
 	// ("": the Lease names it).
 	via string
-	// transitions: the Lease's leaseTransitions.
+	// transitions, acquired: the Lease's leaseTransitions and acquireTime.
 	transitions int32
+	acquired    time.Time
 }
 
 func (r holding) key() string { return r.holder + "/" + r.term }
@@ -82,8 +84,10 @@ func claimKey(group, record string) string {
 type write struct {
 	group, holder, term, fromVersion string
 	why                              string
-	// transitions: the leaseTransitions to write (transitionsTo).
+	// transitions, acquired: the leaseTransitions and acquireTime to
+	// write (handedTo); a zero acquired is the time of the write.
 	transitions int32
+	acquired    time.Time
 }
 
 // decision is one group's outcome on this node, with the reason that

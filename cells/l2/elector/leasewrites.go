@@ -177,7 +177,7 @@ func (e *elector) handleResult(r writeResult) {
 		e.Log.Warn("Takeover record write failed", "from", r.record.from, "error", r.err)
 	case r.err == nil && !r.deleted:
 		e.overlay[r.w.group] = overlay{fromVersion: r.w.fromVersion,
-			h: holding{holder: r.w.holder, term: r.w.term, version: r.version, transitions: r.w.transitions}}
+			h: holding{holder: r.w.holder, term: r.w.term, version: r.version, transitions: r.w.transitions, acquired: r.w.acquired}}
 		e.metrics.writes.WithLabelValues("written").Inc()
 		e.Log.Info("Announcement lease written", "lease", r.w.group, "holder", r.w.holder, "term", r.w.term, "why", r.w.why)
 	case r.err == nil:

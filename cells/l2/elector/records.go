@@ -30,22 +30,31 @@ func writeRecord(ctx context.Context, leases coordinationclient.LeaseInterface, 
 		Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now,
 			LeaseTransitions: &w.transitions},
 	}
+	if !w.acquired.IsZero() {
+		l.Spec.AcquireTime = &metav1.MicroTime{Time: w.acquired}
+	}
 	if w.holder != "" {
 		l.Spec.HolderIdentity = &w.holder
 	}
 	return putLease(ctx, leases, l)
 }
 
-// transitionsTo is the leaseTransitions of the Lease r once it names
-// holder: one more whenever another node takes it (a release keeps the
-// count), as the Lease election counts, so that the field says what the
-// spec says it does, how often the Lease changed hands; a new Lease
-// starts at 0.
-func (r holding) transitionsTo(holder string) int32 {
-	if r.version == "" || holder == "" || holder == r.holder {
-		return r.transitions
+// handedTo returns the leaseTransitions and acquireTime of the Lease r
+// once it names holder, so that both fields say what the spec says they
+// do, as the Lease election (client-go's) writes them: the count goes up
+// by one whenever another node takes the Lease (a release keeps it; a new
+// Lease starts at 0), and the acquire time stays while the same node
+// holds it, in a new term too (zero: the time of the write).
+func (r holding) handedTo(holder string) (transitions int32, acquired time.Time) {
+	switch {
+	case r.version == "":
+		return 0, time.Time{}
+	case holder != "" && holder == r.holder:
+		return r.transitions, r.acquired
+	case holder == "":
+		return r.transitions, time.Time{}
 	}
-	return r.transitions + 1
+	return r.transitions + 1, time.Time{}
 }
 
 // writeTakeover creates or grows a takeover record, conditional on the

@@ -76,7 +76,10 @@ func (e *elector) round(a roundArgs) []<-chan struct{} {
 		e.sendRecord(w)
 	}
 	for _, w := range p.writes {
-		w.transitions = v.records[w.group].transitionsTo(w.holder)
+		w.transitions, w.acquired = v.records[w.group].handedTo(w.holder)
+		if w.acquired.IsZero() {
+			w.acquired = time.Now()
+		}
 		e.send(w, false)
 	}
 	return inputs
@@ -96,7 +99,7 @@ func (e *elector) readRecords(v *view, recs iter.Seq2[*tables.L2Lease, statedb.R
 		if renewed && (renewedUntil.IsZero() || until.Before(renewedUntil)) {
 			renewedUntil = until
 		}
-		v.records[l.Name] = holding{holder: l.Holder, term: l.Term, version: l.ResourceVersion, transitions: l.Transitions}
+		v.records[l.Name] = holding{holder: l.Holder, term: l.Term, version: l.ResourceVersion, transitions: l.Transitions, acquired: l.AcquireTime}
 		if renewed {
 			v.renewed[l.Name] = true
 		}
