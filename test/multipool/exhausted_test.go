@@ -72,9 +72,17 @@ func TestExhaustedDualStackPool(t *testing.T) {
 		_, err = pools.Update(ctx, p, metav1.UpdateOptions{})
 		return err == nil, fmt.Sprintf("extending pool duo: %v", err)
 	})
-	if err := over.add(ctx); err != nil {
-		t.Fatalf("ADD after the pool was extended: %v", err)
-	}
+	// The runtime retries a failed ADD, as the kubelet does: an ADD that
+	// reaches the agent before it has seen the pool's new spec is refused
+	// with the shortfall of the old one (one that arrives after it waits
+	// for the new CIDR).
+	waitFor(t, timeout, func() (bool, string) {
+		err := over.add(ctx)
+		if err != nil {
+			_ = n3.rt.Del(ctx, over.Pod)
+		}
+		return err == nil, fmt.Sprintf("ADD after the pool was extended: %v", err)
+	})
 	pods = append(pods, over)
 	waitPoolCondition(t, "duo", tables.ConditionPodPoolExhausted, metav1.ConditionFalse, "")
 }

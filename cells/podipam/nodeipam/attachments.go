@@ -54,7 +54,7 @@ func (s *state) add(req ipamv1.AddRequest, pools map[tables.Family]string) ([]en
 				s.pending[pf][req.Attachment] = s.now().Add(pendingTTL)
 				// The allocator answered a demand that already counts
 				// this ADD: it is refused for the allocator's reason.
-				if sf, ok := s.shortfalls[pf]; ok && sf.Requested >= uint64(s.needs(pf)) {
+				if sf, ok := s.currentShortfall(pf); ok && sf.Requested >= uint64(s.needs(pf)) {
 					return nil, &shortfallError{sf}
 				}
 			}

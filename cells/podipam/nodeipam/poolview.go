@@ -61,6 +61,33 @@ func (s *state) setShortfalls(sfs []tables.PodCIDRShortfall) {
 	if maps.Equal(next, s.shortfalls) {
 		return
 	}
-	s.shortfalls = next
+	gens := map[poolFamily]int64{}
+	for pf, sf := range next {
+		if old, ok := s.shortfalls[pf]; ok && old == sf {
+			gens[pf] = s.shortfallGens[pf]
+		} else {
+			gens[pf] = s.poolGeneration(pf.pool)
+		}
+	}
+	s.shortfalls, s.shortfallGens = next, gens
 	s.notify()
+}
+
+// currentShortfall returns what the allocator said it cannot give this
+// node of the pool and family, unless the pool's spec changed since it
+// said so: a pool extended a moment ago may serve, and its CIDR is on its
+// way.
+func (s *state) currentShortfall(pf poolFamily) (tables.PodCIDRShortfall, bool) {
+	sf, ok := s.shortfalls[pf]
+	if !ok || s.shortfallGens[pf] != s.poolGeneration(pf.pool) {
+		return tables.PodCIDRShortfall{}, false
+	}
+	return sf, true
+}
+
+func (s *state) poolGeneration(pool string) int64 {
+	if p := s.pools[pool]; p != nil {
+		return p.Generation
+	}
+	return 0
 }

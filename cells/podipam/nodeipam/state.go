@@ -55,6 +55,10 @@ type state struct {
 	// shortfalls are what the allocator said it cannot give this node,
 	// per pool and family (setShortfalls).
 	shortfalls map[poolFamily]tables.PodCIDRShortfall
+	// shortfallGens are the generations of the pools when their
+	// shortfalls arrived: an answer about an older spec does not refuse
+	// an ADD (current).
+	shortfallGens map[poolFamily]int64
 
 	cidrs        map[netip.Prefix]*nodeCIDR
 	order        map[poolFamily][]netip.Prefix // as listed in the CiliumNode
@@ -92,6 +96,7 @@ func newState(s store, families []tables.Family, pre map[string]int, now func() 
 	return &state{
 		store: s, families: families, pre: pre, now: now,
 		pools: map[string]*tables.PodIPPool{}, shortfalls: map[poolFamily]tables.PodCIDRShortfall{},
+		shortfallGens: map[poolFamily]int64{},
 		cidrs: map[netip.Prefix]*nodeCIDR{}, order: map[poolFamily][]netip.Prefix{},
 		allocs: map[netip.Addr]entry{}, byAttachment: map[ipamv1.Attachment][]netip.Addr{},
 		orphans: map[netip.Addr]entry{}, pending: map[poolFamily]map[ipamv1.Attachment]time.Time{},

@@ -359,3 +359,34 @@ func TestShortfallAnswersWaitingAdd(t *testing.T) {
 		t.Fatalf("add = %v, want the allocator's shortfall", err)
 	}
 }
+
+// TestShortfallOfAnOlderPoolSpec: a shortfall the allocator wrote before
+// the pool's spec changed (extended a moment ago) does not refuse an ADD:
+// the ADD waits for the CIDR the allocator is about to give. A shortfall
+// that arrives after the change refuses again.
+func TestShortfallOfAnOlderPoolSpec(t *testing.T) {
+	s, _, _ := newTestState(tables.IPv4)
+	s.setCIDRs([]tables.PoolCIDRs{alloc("default", "198.18.100.0/30")}) // one usable
+	if _, err := s.add(addReq("c1"), v4default); err != nil {
+		t.Fatal(err)
+	}
+	sf := tables.PodCIDRShortfall{Pool: "default", Family: tables.IPv4, Cause: tables.ShortfallExhausted, Detail: "no free /24", Requested: 16, Available: 1}
+	s.setShortfalls([]tables.PodCIDRShortfall{sf})
+	var short *shortfallError
+	if _, err := s.add(addReq("c2"), v4default); !errors.As(err, &short) {
+		t.Fatalf("add = %v, want the allocator's shortfall", err)
+	}
+
+	extended := testPool("default", "198.18.0.0/15", "fd00::/8")
+	extended.Generation = 2
+	s.setPools(map[string]*tables.PodIPPool{"default": extended})
+	if _, err := s.add(addReq("c2"), v4default); !errors.Is(err, errNoRoom) {
+		t.Fatalf("add after the pool changed = %v, want it to wait for the allocator's next answer", err)
+	}
+
+	sf.Requested, sf.Available = 24, 1
+	s.setShortfalls([]tables.PodCIDRShortfall{sf})
+	if _, err := s.add(addReq("c2"), v4default); !errors.As(err, &short) {
+		t.Fatalf("add = %v, want the allocator's new shortfall", err)
+	}
+}
