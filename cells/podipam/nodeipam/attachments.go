@@ -42,21 +42,13 @@ func (s *state) add(req ipamv1.AddRequest, pools map[tables.Family]string) ([]en
 			s.forget(e)
 		}
 	}
-	for _, f := range s.families {
+	for i, f := range s.families {
 		pf := poolFamily{pools[f], f}
 		e, err := s.allocateOne(req, pf)
 		if err != nil {
 			undo()
 			if errors.Is(err, errNoRoom) {
-				if s.pending[pf] == nil {
-					s.pending[pf] = map[ipamv1.Attachment]time.Time{}
-				}
-				s.pending[pf][req.Attachment] = s.now().Add(pendingTTL)
-				// The allocator answered a demand that already counts
-				// this ADD: it is refused for the allocator's reason.
-				if sf, ok := s.currentShortfall(pf); ok && sf.Requested >= uint64(s.needs(pf)) {
-					return nil, &shortfallError{sf}
-				}
+				return nil, s.waitForRoom(req, pools, s.families[i:], err)
 			}
 			return nil, err
 		}
@@ -67,6 +59,46 @@ func (s *state) add(req ipamv1.AddRequest, pools map[tables.Family]string) ([]en
 	}
 	s.notify()
 	return got, nil
+}
+
+// waitForRoom counts the ADD as pending in the first family of fams,
+// which has no room, and in every later one that has none either, so that
+// the node asks for all the CIDRs it lacks at once (a new pool's first pod
+// on a dual-stack node waits for one round trip to the allocator, not
+// one per family). It returns the allocator's reason if it already said
+// it cannot give what the node asks now, this ADD included; else err (the
+// ADD waits).
+func (s *state) waitForRoom(req ipamv1.AddRequest, pools map[tables.Family]string, fams []tables.Family, err error) error {
+	var waiting []poolFamily
+	for i, f := range fams {
+		pf := poolFamily{pools[f], f}
+		if i > 0 && s.hasRoom(pf) {
+			continue
+		}
+		if s.pending[pf] == nil {
+			s.pending[pf] = map[ipamv1.Attachment]time.Time{}
+		}
+		s.pending[pf][req.Attachment] = s.now().Add(pendingTTL)
+		waiting = append(waiting, pf)
+	}
+	for _, pf := range waiting {
+		// The allocator answered a demand that already counts this ADD.
+		if sf, ok := s.currentShortfall(pf); ok && sf.Requested >= uint64(s.needs(pf)) {
+			return &shortfallError{sf}
+		}
+	}
+	return err
+}
+
+// hasRoom reports whether a CIDR of the pool and family that serves new
+// addresses has one free.
+func (s *state) hasRoom(pf poolFamily) bool {
+	for _, p := range s.order[pf] {
+		if c := s.cidrs[p]; c != nil && c.servesNew() && uint64(c.addrs.inUse()) < c.addrs.usable() {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *state) allocateOne(req ipamv1.AddRequest, pf poolFamily) (entry, error) {

@@ -97,7 +97,7 @@ func newState(s store, families []tables.Family, pre map[string]int, now func() 
 		store: s, families: families, pre: pre, now: now,
 		pools: map[string]*tables.PodIPPool{}, shortfalls: map[poolFamily]tables.PodCIDRShortfall{},
 		shortfallGens: map[poolFamily]int64{},
-		cidrs: map[netip.Prefix]*nodeCIDR{}, order: map[poolFamily][]netip.Prefix{},
+		cidrs:         map[netip.Prefix]*nodeCIDR{}, order: map[poolFamily][]netip.Prefix{},
 		allocs: map[netip.Addr]entry{}, byAttachment: map[ipamv1.Attachment][]netip.Addr{},
 		orphans: map[netip.Addr]entry{}, pending: map[poolFamily]map[ipamv1.Attachment]time.Time{},
 		changed: make(chan struct{}),

@@ -390,3 +390,34 @@ func TestShortfallOfAnOlderPoolSpec(t *testing.T) {
 		t.Fatalf("add = %v, want the allocator's new shortfall", err)
 	}
 }
+
+// TestPendingInEveryFamilyWithoutRoom: the first pod of a pool on a
+// dual-stack node that holds no CIDR of it counts as pending in both
+// families at once, so that the node asks for both CIDRs in one request;
+// a family that has room does not count it.
+func TestPendingInEveryFamilyWithoutRoom(t *testing.T) {
+	s, _, _ := newTestState(tables.IPv4, tables.IPv6)
+	s.setPools(map[string]*tables.PodIPPool{
+		"default": testPool("default", "198.18.0.0/15", "fd00::/8"),
+		"green":   testPool("green", "198.18.64.0/18", "fd00:64::/48"),
+	})
+	s.setCIDRs([]tables.PoolCIDRs{alloc("default", "198.18.100.0/30")}) // IPv4 only, one usable
+	green := map[tables.Family]string{tables.IPv4: "green", tables.IPv6: "green"}
+	if _, err := s.add(addReq("g1"), green); !errors.Is(err, errNoRoom) {
+		t.Fatalf("add = %v, want it to wait", err)
+	}
+	_, pending := s.usage()
+	if pending[poolFamily{"green", tables.IPv4}] != 1 || pending[poolFamily{"green", tables.IPv6}] != 1 {
+		t.Fatalf("pending = %v, want the ADD in both families of green", pending)
+	}
+
+	// IPv4 has room (the /30 of default), IPv6 has none: pending in IPv6 only.
+	mixed := map[tables.Family]string{tables.IPv4: "default", tables.IPv6: "default"}
+	if _, err := s.add(addReq("d1"), mixed); !errors.Is(err, errNoRoom) {
+		t.Fatalf("add = %v, want it to wait", err)
+	}
+	_, pending = s.usage()
+	if pending[poolFamily{"default", tables.IPv4}] != 0 || pending[poolFamily{"default", tables.IPv6}] != 1 {
+		t.Fatalf("pending = %v, want d1 in default's IPv6 only", pending)
+	}
+}
