@@ -41,6 +41,13 @@ func configCmd() *cobra.Command {
 	return cmd
 }
 
+// agentNode is the node the agent runs on. The chart leaves node-name
+// empty and passes the node in $NODE_NAME, which herald-dbg, run in the
+// agent's Pod, sees too: resolve it as the agent does.
+func agentNode(cfg map[string]string) string {
+	return agentconfig.Config{NodeName: cfg["node-name"]}.Node()
+}
+
 // fetchConfig reads the agent's effective configuration, by flag name.
 func fetchConfig(ctx context.Context) (map[string]string, error) {
 	out, err := agentExec(ctx, "herald/config")

@@ -34,3 +34,16 @@ func TestConfig(t *testing.T) {
 		t.Error("herald-dbg config --no-such-flag: no error")
 	}
 }
+
+// TestAgentNode: the chart leaves node-name empty and sets $NODE_NAME, so
+// explain named "this node ()" until herald-dbg resolved the node as the
+// agent does; an explicit node-name wins.
+func TestAgentNode(t *testing.T) {
+	t.Setenv("NODE_NAME", "node1")
+	if got := agentNode(map[string]string{"node-name": ""}); got != "node1" {
+		t.Errorf("node-name empty, NODE_NAME node1: got %q", got)
+	}
+	if got := agentNode(map[string]string{"node-name": "node2"}); got != "node2" {
+		t.Errorf("node-name node2: got %q", got)
+	}
+}

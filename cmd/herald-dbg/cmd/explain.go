@@ -113,7 +113,7 @@ func explainAnnouncement(cmd *cobra.Command, key string, cfg map[string]string) 
 	if err != nil {
 		return err
 	}
-	lines, found := announcementLines(cfg["node-name"], key, entries)
+	lines, found := announcementLines(agentNode(cfg), key, entries)
 	for _, l := range lines {
 		fmt.Println(l)
 	}
@@ -122,7 +122,7 @@ func explainAnnouncement(cmd *cobra.Command, key string, cfg map[string]string) 
 		holder, err := leaseHolder(cmd.Context(), ns, lease)
 		switch {
 		case err != nil:
-			fmt.Printf("  Announcement: not by this node (%s). The holder of the Lease names the node that does:\n", cfg["node-name"])
+			fmt.Printf("  Announcement: not by this node (%s). The holder of the Lease names the node that does:\n", agentNode(cfg))
 			fmt.Printf("    kubectl -n %s get lease %s\n", ns, lease)
 		case holder == "":
 			fmt.Printf("  Announcement: nobody holds Lease %s/%s: no node is selected, or the Service shares its IP with another whose Lease decides.\n", ns, lease)

@@ -190,8 +190,7 @@ func readIPAMView(ctx context.Context, cluster bool) (*ipamView, error) {
 		return nil, fmt.Errorf("the agent at %s does not run multi-pool pod IPAM (ipam is %q)", socket, mode)
 	}
 	v := &ipamView{cfg: cfg}
-	// The agent resolves its node name the same way, in the same Pod.
-	v.in.Node = agentconfig.Config{NodeName: cfg["node-name"]}.Node()
+	v.in.Node = agentNode(cfg)
 	if v.in.Allocations, err = fetchTable[*tables.PodIPAllocation](ctx, tables.PodIPAllocationsTableName); err != nil {
 		return nil, err
 	}
@@ -347,7 +346,7 @@ func releaseCIDR(ctx context.Context, cidr, node string, force bool) error {
 	if err != nil {
 		return err
 	}
-	here := agentconfig.Config{NodeName: cfg["node-name"]}.Node() == node
+	here := agentNode(cfg) == node
 	_, herald, err := kubeClients()
 	if err != nil {
 		return err
