@@ -29,7 +29,7 @@ func poolsCmd() *cobra.Command {
 			}
 			var apply []*tables.LBPool
 			for _, f := range files {
-				ps, err := readPools(f)
+				ps, err := readPools(f, cmd.InOrStdin())
 				if err != nil {
 					return err
 				}
@@ -56,15 +56,23 @@ func poolsCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	plan.Flags().StringSliceVarP(&files, "filename", "f", nil, "YAML file(s) with CiliumLoadBalancerIPPool objects as they would be applied")
+	plan.Flags().StringSliceVarP(&files, "filename", "f", nil, "YAML file(s) with CiliumLoadBalancerIPPool objects as they would be applied (\"-\" is stdin)")
 	plan.Flags().StringSliceVar(&deletes, "delete", nil, "Names of pools that would be deleted")
 	pools.AddCommand(plan)
 	return pools
 }
 
-// readPools parses every CiliumLoadBalancerIPPool of a multi-document file.
-func readPools(path string) ([]*tables.LBPool, error) {
-	data, err := os.ReadFile(path)
+// readPools parses every CiliumLoadBalancerIPPool of a multi-document file;
+// "-" is stdin, so that `kubectl exec -i ds/herald -- herald-dbg pools plan
+// -f - < pool.yaml` plans a file that is not in the agent's Pod.
+func readPools(path string, stdin io.Reader) ([]*tables.LBPool, error) {
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(path)
+	}
 	if err != nil {
 		return nil, err
 	}
