@@ -25,14 +25,14 @@ func Root() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&socket, "socket", dbgshell.DefaultSocket, "The agent's debug socket (--dbg-socket of herald-agent)")
-	root.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig for what herald-dbg asks the API server itself (Lease holders; Pods, CiliumNodes and pools for ipam; migrate); default: the Pod's service account")
+	root.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig for what herald-dbg asks the API server itself (Lease holders; Pods, CiliumNodes and pools for ipam; migrate); default: $KUBECONFIG, ~/.kube/config, then the Pod's service account")
 	root.AddCommand(statedbCmd(), configCmd(), explainCmd(), poolsCmd(), bpfCmd(), ipamCmd(), shellCmd(), migrateCmd())
 	strictGroups(root)
 	return root
 }
 
-// kubeClients connects to the API server with --kubeconfig, or as the Pod
-// herald-dbg runs in (the agent's service account).
+// kubeClients connects to the API server as restConfig says: a kubeconfig,
+// or as the Pod herald-dbg runs in (the agent's service account).
 func kubeClients() (kubernetes.Interface, versioned.Interface, error) {
 	cfg, err := restConfig()
 	if err != nil {
@@ -59,16 +59,16 @@ func dynamicClient() (dynamic.Interface, error) {
 	return dynamic.NewForConfig(cfg)
 }
 
+// restConfig follows kubectl's rules: --kubeconfig, else $KUBECONFIG,
+// else ~/.kube/config, else the Pod's service account. A user who runs
+// herald-dbg migrate --apply next to kubectl reaches the same cluster as
+// kubectl without repeating --kubeconfig; in a Pod none of the files exist.
 func restConfig() (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("connecting to the API server (--kubeconfig, or the Pod's service account): %w", err)
+		return nil, fmt.Errorf("connecting to the API server (--kubeconfig, $KUBECONFIG, ~/.kube/config, or the Pod's service account): %w", err)
 	}
 	return cfg, nil
 }
