@@ -483,6 +483,11 @@ func TestDaemonSet(t *testing.T) {
 	if ds.Spec.Template.Annotations["checksum/config"] == "" {
 		t.Error("no checksum/config annotation")
 	}
+	// kubectl exec ds/herald -- herald-dbg ... (every document's command) reaches the agent
+	// without "Defaulted container" on stderr, also beside the install-cni init container.
+	if got := ds.Spec.Template.Annotations["kubectl.kubernetes.io/default-container"]; got != c.Name {
+		t.Errorf("kubectl.kubernetes.io/default-container %q, want the agent's container %q", got, c.Name)
+	}
 
 	// With the overrides.
 	ro := render(t, overrides)
