@@ -29,7 +29,7 @@ func testDebugWhereItRuns(t *testing.T) {
 		return string(out)
 	}
 	// troubleshooting.md: a pool file planned from stdin, a block off the
-	// Service's IP: the Service would lose it.
+	// Service's IP: the Service would move to the new block.
 	plan := "apiVersion: cilium.io/v2alpha1\nkind: CiliumLoadBalancerIPPool\nmetadata: {name: lan}\n" +
 		"spec: {blocks: [{cidr: 198.18.17.0/30}]}\n"
 	for _, c := range []struct {
@@ -41,7 +41,7 @@ func testDebugWhereItRuns(t *testing.T) {
 		{"", []string{"statedb", "pod-ip-pools"}, []string{"default", "198.18.24.0/21"}},
 		{"", []string{"statedb", "l2-owners"}, []string{vip.String()}},
 		{"", []string{"explain", "service", ns + "/dbg"}, []string{vip.String(), "lan"}},
-		{plan, []string{"pools", "plan", "-f", "-"}, []string{ns + "/dbg", "lose"}},
+		{plan, []string{"pools", "plan", "-f", "-"}, []string{ns + "/dbg", "move", "198.18.17.0"}},
 	} {
 		out := exec(c.stdin, c.args...)
 		if strings.Contains(out, "node ()") {
