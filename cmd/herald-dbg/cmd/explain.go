@@ -104,8 +104,11 @@ func explainAnnouncement(cmd *cobra.Command, key string, cfg map[string]string) 
 		fmt.Println("  Announcement: L2 announcements are off on this agent.")
 		return nil
 	}
-	if cfg["l2-announcements-election"] != "lease" {
-		if err := explainOwnership(cmd, key); err != nil {
+	members := cfg["l2-announcements-election"] != "lease"
+	grouped := false
+	if members {
+		var err error
+		if grouped, err = explainOwnership(cmd, key); err != nil {
 			return err
 		}
 	}
@@ -117,7 +120,7 @@ func explainAnnouncement(cmd *cobra.Command, key string, cfg map[string]string) 
 	for _, l := range lines {
 		fmt.Println(l)
 	}
-	if !found {
+	if askLeaseHolder(members, grouped, found) {
 		ns, lease := cfg["k8s-namespace"], leaseOf(key)
 		holder, err := leaseHolder(cmd.Context(), ns, lease)
 		switch {
@@ -131,6 +134,15 @@ func explainAnnouncement(cmd *cobra.Command, key string, cfg map[string]string) 
 		}
 	}
 	return nil
+}
+
+// askLeaseHolder reports whether explain names the node that answers by
+// the holder of the Service's Lease: when this node does not answer, and
+// the Service has a Lease to look at. Under the members election a
+// Service in no group has none (explainOwnership said why): the Lease
+// election's "nobody holds" would only mislead.
+func askLeaseHolder(members, grouped, answeredHere bool) bool {
+	return !answeredHere && (grouped || !members)
 }
 
 // announcementLines say what this node's l2-announce rows of the Service
@@ -160,15 +172,16 @@ func announcementLines(node, key string, entries []*tables.L2AnnounceEntry) (lin
 
 // explainOwnership says, for the members election, which group the Service
 // is in, which nodes may announce it, which one placement chose, what its
-// Lease records and why this node answers or not.
-func explainOwnership(cmd *cobra.Command, key string) error {
+// Lease records and why this node answers or not; grouped is false when
+// the Service is in no group.
+func explainOwnership(cmd *cobra.Command, key string) (grouped bool, err error) {
 	cands, err := fetchTable[*tables.L2Candidate](cmd.Context(), tables.L2CandidatesTableName)
 	if err != nil {
-		return err
+		return false, err
 	}
 	owners, err := fetchTable[*tables.L2Owner](cmd.Context(), tables.L2OwnersTableName)
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, c := range cands {
 		if !slices.Contains(c.Services, key) {
@@ -187,10 +200,10 @@ func explainOwnership(cmd *cobra.Command, key string) error {
 				fmt.Printf("  On this node: %s.\n", o.Why)
 			}
 		}
-		return nil
+		return true, nil
 	}
 	fmt.Println("  Group: none: no L2 announcement policy selects the Service together with an IP of it.")
-	return nil
+	return false, nil
 }
 
 func joinAddrs(ips []netip.Addr) string {
