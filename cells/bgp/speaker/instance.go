@@ -331,7 +331,8 @@ func (s *speaker) peerStates(ctx context.Context, bfdRows map[netip.Addr]*tables
 		byAddr[p.Address.String()] = p
 	}
 	var out []*tables.BGPPeerState
-	_ = s.srv.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: true}, func(p *api.Peer) {
+	// Not EnableAdvertised: advertisedCount counts the routes sent.
+	_ = s.srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
 		addr := p.GetState().GetNeighborAddress()
 		if addr == "" {
 			addr = p.GetConf().GetNeighborAddress()
@@ -375,7 +376,7 @@ func (s *speaker) peerStates(ctx context.Context, bfdRows map[netip.Addr]*tables
 				afi = v2alpha1.BGPAfiIPv6
 			}
 			st.Routes = append(st.Routes, tables.BGPFamilyRoutes{AFI: afi, SAFI: v2alpha1.BGPSafiUnicast,
-				Advertised: int(as.GetState().GetAdvertised()), Received: int(as.GetState().GetReceived())})
+				Advertised: s.advertisedCount(ctx, addr, fam), Received: int(as.GetState().GetReceived())})
 		}
 		out = append(out, st)
 	})
