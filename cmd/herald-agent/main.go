@@ -1,3 +1,8 @@
+// Go makes listeners MPTCP by default (Go 1.24), and MPTCP sockets refuse
+// TCP_MD5SIG: GoBGP's listener (an instance's localPort) then ran without
+// the peers' TCP-MD5 keys and accepted unsigned sessions from them.
+//go:debug multipathtcp=0
+
 // Command herald-agent runs Herald on one node.
 package main
 
