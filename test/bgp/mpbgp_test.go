@@ -102,39 +102,8 @@ func useMultiprotocolPeer(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.CiliumBGPAdvertisements().Delete(context.Background(), adv.Name, metav1.DeleteOptions{}) })
 
-	setPeers := func(peers []v2alpha1.CiliumBGPPeer) error {
-		cc, err := c.CiliumBGPClusterConfigs().Get(ctxT(t), clusterConfigName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		cc.Spec.BGPInstances[0].Peers = peers
-		_, err = c.CiliumBGPClusterConfigs().Update(ctxT(t), cc, metav1.UpdateOptions{})
-		return err
-	}
-	cc, err := c.CiliumBGPClusterConfigs().Get(ctxT(t), clusterConfigName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	shared := cc.Spec.BGPInstances[0].Peers
-	if err := setPeers([]v2alpha1.CiliumBGPPeer{{Name: "tor4", PeerAddress: ptr.To(routerHost.IP.String()), PeerASN: ptr.To[int64](routerASN),
-		PeerConfigRef: &v2alpha1.PeerConfigReference{Name: pc.Name}}}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := setPeers(shared); err != nil {
-			t.Errorf("restoring the shared peers: %v", err)
-			return
-		}
-		var addrs []string
-		for _, n := range nodes {
-			addrs = append(addrs, n.host.IP.String(), n.host.IP6.String())
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		if _, err := router.WaitEstablished(ctx, addrs...); err != nil {
-			t.Errorf("the shared sessions after the test: %v", err)
-		}
-	})
+	setSharedPeers(t, []v2alpha1.CiliumBGPPeer{{Name: "tor4", PeerAddress: ptr.To(routerHost.IP.String()), PeerASN: ptr.To[int64](routerASN),
+		PeerConfigRef: &v2alpha1.PeerConfigReference{Name: pc.Name}}})
 }
 
 // waitAdvertisedOverIPv4 waits until FRR's IPv6 table has exactly one
