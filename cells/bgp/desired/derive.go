@@ -113,7 +113,7 @@ func derive(in inputs) (instances []*tables.BGPInstance, routes []*tables.BGPRou
 					}
 					for _, entry := range adv.Advertisements {
 						for _, pr := range prefixesOf(in, entry, fam.IPv6(), withheld) {
-							add(byKey, inst.Name, peer, pr.prefix, entry.Attributes, pr.reason+" (advertisement "+adv.Name+")")
+							add(byKey, inst.Name, peer, pr.prefix, sentAttributes(entry.Attributes, inst.LocalASN, peer.ASN), pr.reason+" (advertisement "+adv.Name+")")
 						}
 					}
 				}
@@ -132,6 +132,16 @@ func derive(in inputs) (instances []*tables.BGPInstance, routes []*tables.BGPRou
 		withheld[k] = slices.Compact(addrs)
 	}
 	return instances, routes, withheld
+}
+
+// sentAttributes are the attributes the peer gets: BGP sends the local
+// preference to iBGP peers only (GoBGP drops it for the others), so the
+// routes of an eBGP peer, which bgp-routes and explain show, carry none.
+func sentAttributes(attrs tables.BGPAttributes, localASN, peerASN int64) tables.BGPAttributes {
+	if localASN != peerASN {
+		attrs.LocalPreference = nil
+	}
+	return attrs
 }
 
 func add(routes map[string]*tables.BGPRoute, inst string, peer tables.BGPPeer, p netip.Prefix, attrs tables.BGPAttributes, reason string) {

@@ -164,6 +164,7 @@ func TestDerive(t *testing.T) {
 		{
 			name: "two advertisements of one prefix: attributes merged, both reasons",
 			edit: func(in *inputs) {
+				in.clusterConfigs[0].Instances[0].Peers[0].ASN = 65001 // iBGP: gets the local preference
 				a := lbAdvert
 				a.Attributes = tables.NewBGPAttributes([]string{"65000:100"}, nil, nil, nil)
 				b := lbAdvert
@@ -172,6 +173,16 @@ func TestDerive(t *testing.T) {
 				in.services = []*tables.Service{lbService("default/a", "", "Cluster", "198.18.200.1")}
 			},
 			wantRoutes: []string{"main tor 198.18.200.1/32 communities=65000:100,65000:200,65535:65281 localPref=200 | Service default/a LoadBalancerIP (advertisement a); Service default/a LoadBalancerIP (advertisement b)"},
+		},
+		{
+			name: "an eBGP peer gets no local preference",
+			edit: func(in *inputs) {
+				a := lbAdvert
+				a.Attributes = tables.NewBGPAttributes([]string{"65000:100"}, nil, nil, &lp)
+				in.adverts = []*tables.BGPAdvertisement{advert("a", a)}
+				in.services = []*tables.Service{lbService("default/a", "", "Cluster", "198.18.200.1")}
+			},
+			wantRoutes: []string{"main tor 198.18.200.1/32 communities=65000:100 | Service default/a LoadBalancerIP (advertisement a)"},
 		},
 		{
 			name: "PodCIDR: the node's pod CIDRs in their families",
