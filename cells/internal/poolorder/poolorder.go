@@ -39,6 +39,12 @@ type Ref struct {
 	Created time.Time
 }
 
+// Same reports whether r and o are the same pool of the same age (time
+// values are compared as instants, whatever their location).
+func (r Ref) Same(o Ref) bool {
+	return r.Kind == o.Kind && r.Name == o.Name && r.Created.Equal(o.Created)
+}
+
 // Older reports whether a was created before b: by creation time, then by
 // name, and a pod pool before an LB pool of the same name and second. An LB
 // pool and a pod pool that overlap would hand one address to a Service and

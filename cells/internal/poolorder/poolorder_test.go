@@ -49,3 +49,16 @@ func TestOlder(t *testing.T) {
 		}
 	}
 }
+
+func TestSame(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	a := Ref{LBPool, "x", t0.UTC()}
+	if !a.Same(Ref{LBPool, "x", t0.Local()}) {
+		t.Error("one instant in two locations is not the same")
+	}
+	for _, o := range []Ref{{PodPool, "x", t0}, {LBPool, "y", t0}, {LBPool, "x", t0.Add(time.Second)}} {
+		if a.Same(o) {
+			t.Errorf("%v is the same as %v", a, o)
+		}
+	}
+}

@@ -34,7 +34,7 @@ func podPoolFrom(row *tables.PodIPPool) podPool {
 // nothing.
 func (e *Engine) UpsertPodPool(row *tables.PodIPPool) {
 	pp := podPoolFrom(row)
-	if old, ok := e.podPools[row.Name]; ok && old.ref == pp.ref && slices.Equal(old.cidrs, pp.cidrs) {
+	if old, ok := e.podPools[row.Name]; ok && old.ref.Same(pp.ref) && slices.Equal(old.cidrs, pp.cidrs) {
 		return
 	}
 	e.podPools[row.Name] = pp

@@ -21,7 +21,7 @@ type lbPool struct {
 // and its age matter here.
 func (e *Engine) UpsertLBPool(row *tables.LBPool) {
 	lp := lbPool{ref: poolorder.Ref{Kind: poolorder.LBPool, Name: row.Name, Created: row.CreationTimestamp}, blocks: row.Blocks}
-	if old, ok := e.lbPools[row.Name]; ok && old.ref == lp.ref && slices.Equal(old.blocks, lp.blocks) {
+	if old, ok := e.lbPools[row.Name]; ok && old.ref.Same(lp.ref) && slices.Equal(old.blocks, lp.blocks) {
 		return
 	}
 	e.lbPools[row.Name] = lp
