@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/cilium/hive/cell"
@@ -46,13 +47,7 @@ func registerProber(p params) error {
 	if err != nil {
 		return err
 	}
-	pr := &prober{params: p, client: client,
-		judge: judge{failureThreshold: p.Config.ReadyzFailureThreshold, successThreshold: p.Config.ReadyzSuccessThreshold},
-		probes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_control_plane_readyz_probes_total",
-			Help: "Probes of the local API server's readiness endpoint, by result (ok, not-ready, error)"}, []string{"result"}),
-		ready: prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_control_plane_api_server_ready",
-			Help: "1 while the local API server counts as ready (after the thresholds), else 0"}),
-	}
+	pr := newProber(p, client)
 	if p.Metrics != nil {
 		p.Metrics.MustRegister(pr.probes, pr.ready)
 	}
@@ -62,6 +57,16 @@ func registerProber(p params) error {
 	wtxn.Commit()
 	p.Jobs.Add(job.OneShot("probe", pr.run))
 	return nil
+}
+
+func newProber(p params, client *http.Client) *prober {
+	return &prober{params: p, client: client,
+		judge: judge{failureThreshold: p.Config.ReadyzFailureThreshold, successThreshold: p.Config.ReadyzSuccessThreshold},
+		probes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_control_plane_readyz_probes_total",
+			Help: "Probes of the local API server's readiness endpoint, by result (ok, not-ready, error)"}, []string{"result"}),
+		ready: prometheus.NewGauge(prometheus.GaugeOpts{Name: "herald_control_plane_api_server_ready",
+			Help: "1 while the local API server counts as ready (after the thresholds), else 0"}),
+	}
 }
 
 // newClient is the probe's HTTP client: no credentials (the API server
@@ -115,11 +120,15 @@ func (pr *prober) probe(ctx context.Context) (ok bool, outcome string) {
 		return true, "ready"
 	case http.StatusNotFound, http.StatusUnauthorized, http.StatusForbidden:
 		pr.probes.WithLabelValues("error").Inc()
-		return false, fmt.Sprintf("GET %s answered %s: is readyz-url the API server's /readyz?", pr.Config.ReadyzURL, resp.Status)
+		return false, fmt.Sprintf("GET %s answered %s", pr.Config.ReadyzURL, resp.Status) + wrongURLHint
 	}
 	pr.probes.WithLabelValues("not-ready").Inc()
 	return false, fmt.Sprintf("GET %s answered %s", pr.Config.ReadyzURL, resp.Status)
 }
+
+// wrongURLHint ends the outcome of an answer that no API server's
+// /readyz gives: the URL is likely wrong.
+const wrongURLHint = ": is readyz-url the API server's /readyz?"
 
 // record applies the thresholds, and logs and publishes what changed.
 func (pr *prober) record(ok bool, outcome string, health cell.Health) {
@@ -129,6 +138,12 @@ func (pr *prober) record(ok bool, outcome string, health cell.Health) {
 	}
 	if !changed && outcome == pr.last {
 		return
+	}
+	if strings.HasSuffix(outcome, wrongURLHint) && outcome != pr.last {
+		// Said here, once: a node that was never eligible (a cold start,
+		// the first node) has no change of eligibility to log it with.
+		pr.Log.Warn("The local API server's readiness endpoint answers what no /readyz does: this node cannot become eligible",
+			"url", pr.Config.ReadyzURL, "reason", outcome)
 	}
 	pr.last = outcome
 	txn := pr.DB.WriteTxn(pr.Readiness)
