@@ -240,23 +240,8 @@ func (r *runner) receive(b []byte, now time.Time) {
 		return
 	}
 	from := m.from()
-	if !slices.ContainsFunc(r.cfg.Peers, func(q cpvipconfig.Peer) bool { return q.Name == from }) {
-		r.Log.Debug("Dropped a message from a node not in --peers", "node", from)
+	if !r.agrees(m, from) {
 		return
-	}
-	if why := mismatch(m, r.vips, r.peers); why != "" {
-		if r.mismatched[from] != why {
-			r.Log.Error("A control-plane node is configured differently: it takes no part in this node's election until both agree",
-				"node", from, "difference", why)
-			r.mismatched[from] = why
-			r.m.mismatched.Set(float64(len(r.mismatched)))
-		}
-		return
-	}
-	if _, ok := r.mismatched[from]; ok {
-		delete(r.mismatched, from)
-		r.m.mismatched.Set(float64(len(r.mismatched)))
-		r.Log.Info("A control-plane node agrees on the configuration again", "node", from)
 	}
 	if m.Beat != nil {
 		r.st.SetEligible(r.eligible())
@@ -267,6 +252,35 @@ func (r *runner) receive(b []byte, now time.Time) {
 		return
 	}
 	r.st.OnGrant(*m.Grant)
+}
+
+// agrees reports whether the sender is configured as this node is, and
+// logs and counts it when not. A sender missing from --peers counts too:
+// its peers differ, and this node never sends to it, so this is the only
+// place the difference can be said (the message is authenticated, so it
+// comes from a node with the peer secret).
+func (r *runner) agrees(m wireMessage, from string) bool {
+	why := mismatch(m, r.vips, r.peers)
+	if why == "" && !slices.ContainsFunc(r.cfg.Peers, func(q cpvipconfig.Peer) bool { return q.Name == from }) {
+		// Not possible with an agent's own checks: a node is in its peers.
+		r.Log.Debug("Dropped a message from a node not in --peers", "node", from)
+		return false
+	}
+	if why != "" {
+		if r.mismatched[from] != why {
+			r.Log.Error("A control-plane node is configured differently: it takes no part in this node's election until both agree",
+				"node", from, "difference", why)
+			r.mismatched[from] = why
+			r.m.mismatched.Set(float64(len(r.mismatched)))
+		}
+		return false
+	}
+	if _, ok := r.mismatched[from]; ok {
+		delete(r.mismatched, from)
+		r.m.mismatched.Set(float64(len(r.mismatched)))
+		r.Log.Info("A control-plane node agrees on the configuration again", "node", from)
+	}
+	return true
 }
 
 // act does what the election decided: take the VIPs, keep the deadline
