@@ -67,7 +67,8 @@ type runner struct {
 	announced  bool
 	withdrawal string // why the entries are being withdrawn; "" when not
 	renewed    time.Time
-	mismatched map[string]string // peer → how its configuration differs
+	mismatched map[string]string    // peer → how its configuration differs
+	mismatchAt map[string]time.Time // peer → when it was last heard so
 	lastWhy    string
 }
 
@@ -77,7 +78,7 @@ func registerElection(p params) error {
 		return err
 	}
 	cfg := p.Parsed
-	r := &runner{params: p, cfg: cfg, secret: secret, m: newMetrics(), mismatched: map[string]string{}}
+	r := &runner{params: p, cfg: cfg, secret: secret, m: newMetrics(), mismatched: map[string]string{}, mismatchAt: map[string]time.Time{}}
 	for _, v := range cfg.VIPs {
 		r.vips = append(r.vips, v.String())
 	}
@@ -142,6 +143,7 @@ func (r *runner) run(ctx context.Context, health cell.Health) error {
 		case <-tick.C:
 			r.beat(time.Now())
 			r.publish(time.Now())
+			r.forgetMismatches(time.Now())
 			if ticks++; ticks%kernelCheckTicks == 0 {
 				r.checkKernel()
 			}
@@ -240,7 +242,7 @@ func (r *runner) receive(b []byte, now time.Time) {
 		return
 	}
 	from := m.from()
-	if !r.agrees(m, from) {
+	if !r.agrees(m, from, now) {
 		return
 	}
 	if m.Beat != nil {
@@ -252,35 +254,6 @@ func (r *runner) receive(b []byte, now time.Time) {
 		return
 	}
 	r.st.OnGrant(*m.Grant)
-}
-
-// agrees reports whether the sender is configured as this node is, and
-// logs and counts it when not. A sender missing from --peers counts too:
-// its peers differ, and this node never sends to it, so this is the only
-// place the difference can be said (the message is authenticated, so it
-// comes from a node with the peer secret).
-func (r *runner) agrees(m wireMessage, from string) bool {
-	why := mismatch(m, r.vips, r.peers)
-	if why == "" && !slices.ContainsFunc(r.cfg.Peers, func(q cpvipconfig.Peer) bool { return q.Name == from }) {
-		// Not possible with an agent's own checks: a node is in its peers.
-		r.Log.Debug("Dropped a message from a node not in --peers", "node", from)
-		return false
-	}
-	if why != "" {
-		if r.mismatched[from] != why {
-			r.Log.Error("A control-plane node is configured differently: it takes no part in this node's election until both agree",
-				"node", from, "difference", why)
-			r.mismatched[from] = why
-			r.m.mismatched.Set(float64(len(r.mismatched)))
-		}
-		return false
-	}
-	if _, ok := r.mismatched[from]; ok {
-		delete(r.mismatched, from)
-		r.m.mismatched.Set(float64(len(r.mismatched)))
-		r.Log.Info("A control-plane node agrees on the configuration again", "node", from)
-	}
-	return true
 }
 
 // act does what the election decided: take the VIPs, keep the deadline
