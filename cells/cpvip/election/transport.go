@@ -3,17 +3,14 @@ package election
 import (
 	"crypto/sha256"
 	"fmt"
-	"io"
 	"log"
 	"log/slog"
 	"net"
 	"net/netip"
 	"strconv"
-	"strings"
-	"sync"
-	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/heraldlb/herald/cells/internal/memberlog"
 )
 
 // transport carries beats and grants between the control-plane nodes:
@@ -38,7 +35,8 @@ func startTransport(logger *slog.Logger, self string, addr netip.Addr, port int,
 	c.SecretKey = key[:]
 	c.GossipVerifyIncoming, c.GossipVerifyOutgoing = true, true
 	c.Delegate = t
-	c.Logger = log.New(&slogWriter{log: logger}, "", 0)
+	c.Logger = log.New(&memberlog.Writer{Log: logger,
+		SecretHint: "is peer-secret-file the same secret on every control-plane node?"}, "", 0)
 	ml, err := memberlist.Create(c)
 	if err != nil {
 		return nil, fmt.Errorf("starting the election transport on %s: %w", net.JoinHostPort(addr.String(), strconv.Itoa(port)), err)
@@ -71,39 +69,3 @@ func (t *transport) NodeMeta(int) []byte                 { return nil }
 func (t *transport) GetBroadcasts(int, int) [][]byte     { return nil }
 func (t *transport) LocalState(bool) []byte              { return nil }
 func (t *transport) MergeRemoteState(buf []byte, _ bool) {}
-
-// slogWriter sends memberlist's log lines to the agent's log at debug
-// level, but for packets that fail authentication: a node with another
-// peer secret is otherwise only silence, so that is said as a warning, at
-// most once every decryptWarnEvery (beats arrive every 50 ms).
-type slogWriter struct {
-	log *slog.Logger
-
-	mu       sync.Mutex
-	lastWarn time.Time
-}
-
-const decryptWarnEvery = time.Minute
-
-func (w *slogWriter) Write(b []byte) (int, error) {
-	line := strings.TrimSpace(string(b))
-	if strings.Contains(line, "Decrypt packet failed") && w.warnNow(time.Now()) {
-		w.log.Warn("Dropped a control-plane node's packet that fails authentication: is peer-secret-file the same secret on every control-plane node?",
-			"error", line)
-		return len(b), nil
-	}
-	w.log.Debug(line, "component", "memberlist")
-	return len(b), nil
-}
-
-func (w *slogWriter) warnNow(now time.Time) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.lastWarn.IsZero() && now.Sub(w.lastWarn) < decryptWarnEvery {
-		return false
-	}
-	w.lastWarn = now
-	return true
-}
-
-var _ io.Writer = (*slogWriter)(nil)

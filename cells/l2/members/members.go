@@ -4,18 +4,17 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log"
 	"log/slog"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/heraldlb/herald/cells/internal/memberlog"
 	"github.com/heraldlb/herald/cells/l2/l2config"
 	"github.com/heraldlb/herald/tables"
 )
@@ -124,7 +123,8 @@ func (m *members) start(advertise netip.Addr, port int, secret []byte) error {
 	c.GossipVerifyIncoming, c.GossipVerifyOutgoing = true, true
 	c.Delegate = m
 	c.Events = m
-	c.Logger = log.New(slogWriter{m.log}, "", 0)
+	c.Logger = log.New(&memberlog.Writer{Log: m.log,
+		SecretHint: "is the peer Secret (l2-announcements-peer-secret) the one this agent read at start? An agent reads it once: restart those that started before it was replaced"}, "", 0)
 	ml, err := memberlist.Create(c)
 	if err != nil {
 		return fmt.Errorf("starting the member protocol on port %d: %w", port, err)
@@ -241,14 +241,3 @@ func (m *members) record(n *memberlist.Node, state string) {
 	}
 	m.wake()
 }
-
-// slogWriter sends memberlist's log lines to the agent's log, at debug
-// level: its warnings about single lost packets are routine.
-type slogWriter struct{ log *slog.Logger }
-
-func (w slogWriter) Write(b []byte) (int, error) {
-	w.log.Debug(strings.TrimSpace(string(b)), "component", "memberlist")
-	return len(b), nil
-}
-
-var _ io.Writer = slogWriter{}

@@ -1,4 +1,4 @@
-package election
+package memberlog
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 // without a line for every one of its beats.
 func TestDecryptFailureWarnsOnce(t *testing.T) {
 	var logs bytes.Buffer
-	l := log.New(&slogWriter{log: slog.New(slog.NewTextHandler(&logs, nil))}, "", 0)
+	l := log.New(&Writer{Log: slog.New(slog.NewTextHandler(&logs, nil)), SecretHint: "is peer-secret-file the same?"}, "", 0)
 	for range 3 {
 		l.Printf("[ERR] memberlist: Decrypt packet failed: No installed keys could decrypt the message from=198.18.0.2:7948")
 	}
