@@ -18,7 +18,7 @@ func newElectorMetrics(node string) *electorMetrics {
 		terms: prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_l2_liveness_terms_total", ConstLabels: labels,
 			Help: "Stretches of confirmed liveness this node started: more than one means it had to stop answering (a freeze, a partition, a lost majority)."}),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_l2_lease_writes_total", ConstLabels: labels,
-			Help: "Announcement Lease writes by outcome (written, deleted, conflict, failed): one per ownership change."}, []string{"outcome"}),
+			Help: "Announcement Lease writes by outcome (written, takeover-record, deleted, conflict, failed): one per ownership change; a takeover record, one per failed node and term."}, []string{"outcome"}),
 		rounds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "herald_l2_decision_round_seconds", ConstLabels: labels,
 			Help:    "Time of one decision round over every group (decided and written to the tables); the deadline moves meanwhile.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 12)}),
