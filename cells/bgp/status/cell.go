@@ -67,6 +67,9 @@ func registerReconcilers(p reconcilerParams) error {
 		(*tables.BGPResourceStatus).SetStatus,
 		(*tables.BGPResourceStatus).GetStatus,
 		&conditionWriter{client: p.Client, log: p.Reconcile.Log, now: time.Now}, nil,
+		// A name each: the reconcile metrics tell the two apart by it
+		// (bgp-status-conditions, bgp-status-node-config).
+		reconciler.WithName("conditions"),
 		reconciler.WithRetry(minWriteInterval, time.Minute),
 	)
 	if err != nil {
@@ -77,6 +80,7 @@ func registerReconcilers(p reconcilerParams) error {
 		(*tables.BGPNodeStatus).SetStatus,
 		(*tables.BGPNodeStatus).GetStatus,
 		&nodeConfigWriter{client: p.Client, log: p.Reconcile.Log, name: p.Agent.Node(), report: p.BGP.EnableBGPControlPlaneStatusReport}, nil,
+		reconciler.WithName("node-config"),
 		reconciler.WithRetry(minWriteInterval, time.Minute),
 		// Session counters change with every route: one round per
 		// interval at most, with what changed meanwhile.
