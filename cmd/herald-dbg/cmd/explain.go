@@ -154,7 +154,12 @@ func announcementLines(node, key string, entries []*tables.L2AnnounceEntry) (lin
 		}
 		switch {
 		case !e.Withdrawn:
-			lines = append(lines, fmt.Sprintf("  Announcement: this node (%s) answers ARP for %s on %s (%s).", node, e.IP, e.NetworkInterface, e.MAC))
+			// IPv6 addresses are resolved by neighbor solicitations, not ARP.
+			asks := "ARP"
+			if e.IP.Is6() {
+				asks = "neighbor solicitations"
+			}
+			lines = append(lines, fmt.Sprintf("  Announcement: this node (%s) answers %s for %s on %s (%s).", node, asks, e.IP, e.NetworkInterface, e.MAC))
 			answering = true
 		case e.Out():
 			lines = append(lines, fmt.Sprintf("  Announcement: this node (%s) no longer answers for %s on %s: out of its responder, it gives the IP up.", node, e.IP, e.NetworkInterface))

@@ -34,7 +34,7 @@ func TestAnnouncementLines(t *testing.T) {
 		{name: "out", entries: []*tables.L2AnnounceEntry{row("198.18.0.1", true, reconciler.StatusDone(), "ns/web")},
 			want: []string{"no longer answers for 198.18.0.1 on eth0: out of its responder"}},
 		{name: "one of two out", entries: []*tables.L2AnnounceEntry{row("198.18.0.1", true, reconciler.StatusDone(), "ns/web"), row("fd00::1", false, reconciler.StatusDone(), "ns/web")},
-			want: []string{"no longer answers for 198.18.0.1", "answers ARP for fd00::1"}, answering: true},
+			want: []string{"no longer answers for 198.18.0.1", "answers neighbor solicitations for fd00::1"}, answering: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lines, answering := announcementLines("node1", "ns/web", tc.entries)
