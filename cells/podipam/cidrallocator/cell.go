@@ -45,7 +45,7 @@ var defaultConfig = Config{
 
 func (def Config) Flags(flags *pflag.FlagSet) {
 	flags.String("auto-create-cilium-pod-ip-pools", def.AutoCreateCiliumPodIPPools,
-		"CiliumPodIPPools to create at start if they do not exist, separated by spaces, each <pool>=ipv4-cidrs:<cidr>[,<cidr>...];ipv4-mask-size:<n>[;ipv6-cidrs:...;ipv6-mask-size:<n>]")
+		"CiliumPodIPPools to create at start if they do not exist, separated by spaces or commas, each <pool>=ipv4-cidrs:<cidr>[,<cidr>...];ipv4-mask-size:<n>[;ipv6-cidrs:...;ipv6-mask-size:<n>], or a JSON object {\"<pool>\": \"<spec>\"}")
 	flags.Duration("pod-ipam-lease-duration", def.PodIPAMLeaseDuration,
 		"How long the other agents wait after the pod CIDR allocator's last renewal of herald-pod-ipam before one takes over (whole seconds)")
 	flags.Duration("pod-ipam-lease-renew-deadline", def.PodIPAMLeaseRenewDeadline,

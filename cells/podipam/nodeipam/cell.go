@@ -57,7 +57,7 @@ var defaultConfig = Config{
 
 func (def Config) Flags(flags *pflag.FlagSet) {
 	flags.String("ipam-multi-pool-pre-allocation", def.IPAMMultiPoolPreAllocation,
-		"Addresses of each pool to keep ready on the node, as <pool>=<count>[,<pool>=<count>...]; pools without an entry get exactly what is in use and pending")
+		"Addresses of each pool to keep ready on the node, as <pool>=<count>[,<pool>=<count>...] or a JSON object {\"<pool>\": \"<count>\"}; pools without an entry get exactly what is in use and pending")
 	flags.String("ipam-default-ip-pool", def.IPAMDefaultIPPool,
 		"The CiliumPodIPPool of pods whose annotations and namespace name none")
 	flags.String("ipam-socket", def.IPAMSocket, "Unix socket the herald-ipam CNI plugin talks to")
