@@ -27,7 +27,7 @@ func NewAgentCommand() *cobra.Command {
 		Short:         "Herald: LoadBalancer IPs for bare-metal Kubernetes",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE:          run(h, effective, &configDir, &logLevel, true),
+		RunE:          run(h, effective, &configDir, &logLevel, EnvPrefix, true),
 	}
 	registerFlags(cmd, h, &configDir, &logLevel, "Directory with one file per option (a mounted ConfigMap); command-line flags take precedence")
 	cmd.AddCommand(h.Command(), newControlPlaneCommand())
@@ -47,18 +47,22 @@ func registerFlags(cmd *cobra.Command, h *hive.Hive, configDir, logLevel *string
 	}
 }
 
-// run applies the configuration directory, records the effective
-// options, sets up the log and runs the hive. withKlog sends client-go's
-// logs (leader election, throttling) to the same log.
-func run(h *hive.Hive, effective *agentconfig.Effective, configDir, logLevel *string, withKlog bool) func(*cobra.Command, []string) error {
+// run applies the configuration directory and the environment (variables
+// envPrefix + name), records the effective options, sets up the log and
+// runs the hive. withKlog sends client-go's logs (leader election,
+// throttling) to the same log.
+func run(h *hive.Hive, effective *agentconfig.Effective, configDir, logLevel *string, envPrefix string, withKlog bool) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
-		if err := refuseLibraryFlags(cmd.Flags()); err != nil {
+		if err := refuseLibraryFlags(cmd.Flags(), envPrefix); err != nil {
 			return err
 		}
 		if *configDir != "" {
 			if err := ApplyConfigDir(cmd.Flags(), *configDir); err != nil {
 				return err
 			}
+		}
+		if err := applyEnv(cmd.Flags(), envPrefix); err != nil {
+			return err
 		}
 		effective.Set(optionValues(cmd.Flags()))
 		var level slog.Level
@@ -88,12 +92,12 @@ func optionValues(flags *pflag.FlagSet) map[string]string {
 
 // refuseLibraryFlags fails when a library flag that is no option was given,
 // on the command line or in the environment: it would do nothing.
-func refuseLibraryFlags(flags *pflag.FlagSet) error {
+func refuseLibraryFlags(flags *pflag.FlagSet, envPrefix string) error {
 	for _, name := range dbgshell.LibraryFlags {
 		if flags.Changed(name) {
 			return fmt.Errorf("unknown flag: --%s", name)
 		}
-		env := EnvPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		env := envPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 		if _, ok := os.LookupEnv(env); ok {
 			return fmt.Errorf("unknown option %s", env)
 		}

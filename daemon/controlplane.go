@@ -101,7 +101,7 @@ kube-apiserver answers /readyz; the owner answers ARP and NDP for them from eBPF
 See Documentation/control-plane-vip.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE:          run(h, effective, &configDir, &logLevel, false),
+		RunE:          run(h, effective, &configDir, &logLevel, ControlPlaneEnvPrefix, false),
 	}
 	registerFlags(cmd, h, &configDir, &logLevel, "Directory with one file per option; command-line flags take precedence")
 	return cmd
