@@ -125,7 +125,9 @@ func (d *Device) Equal(o *Device) bool {
 }
 
 func (d *Device) TableHeader() []string {
-	return []string{"Name", "Index", "Selected", "Type", "MTU", "HWAddr", "Flags", "Addresses"}
+	// Cilium's columns, then why a device is not selected (the first
+	// thing to ask when an IP is not announced on it).
+	return []string{"Name", "Index", "Selected", "Type", "MTU", "HWAddr", "Flags", "Addresses", "NotSelectedReason"}
 }
 
 func (d *Device) TableRow() []string {
@@ -150,6 +152,7 @@ func (d *Device) TableRow() []string {
 		hw,
 		flags,
 		strings.Join(addrs, ", "),
+		d.NotSelectedReason,
 	}
 }
 

@@ -44,16 +44,17 @@ func TestDeviceTableRow(t *testing.T) {
 				Selected:  true,
 			},
 			want: []string{"eth0", "50", "true", "veth", "1500", "02:42:ac:13:00:03", "up|broadcast|multicast",
-				"172.19.0.3, fc00:c111::3, fe80::42:acff:fe13:3"},
+				"172.19.0.3, fc00:c111::3, fe80::42:acff:fe13:3", ""},
 		},
 		{
 			name: "loopback without hardware address",
 			dev: Device{
 				Index: 1, Name: "lo", Type: "device", MTU: 65536,
-				Flags:     net.FlagUp | net.FlagLoopback | net.FlagRunning,
-				Addresses: devAddrs(254, "127.0.0.1", "::1"),
+				Flags:             net.FlagUp | net.FlagLoopback | net.FlagRunning,
+				Addresses:         devAddrs(254, "127.0.0.1", "::1"),
+				NotSelectedReason: "loopback",
 			},
-			want: []string{"lo", "1", "false", "device", "65536", "", "up|loopback|running", "127.0.0.1, ::1"},
+			want: []string{"lo", "1", "false", "device", "65536", "", "up|loopback|running", "127.0.0.1, ::1", "loopback"},
 		},
 		{
 			name: "down device without addresses",
@@ -62,12 +63,12 @@ func TestDeviceTableRow(t *testing.T) {
 				HWAddr: devMAC(t, "2a:05:26:8d:79:9c"),
 				Flags:  net.FlagBroadcast | net.FlagMulticast,
 			},
-			want: []string{"cilium_vxlan", "4", "false", "vxlan", "1450", "2a:05:26:8d:79:9c", "broadcast|multicast", ""},
+			want: []string{"cilium_vxlan", "4", "false", "vxlan", "1450", "2a:05:26:8d:79:9c", "broadcast|multicast", "", ""},
 		},
 		{
 			name: "no flags at all",
 			dev:  Device{Index: 7, Name: "tun0", Type: "tuntap", MTU: 1500},
-			want: []string{"tun0", "7", "false", "tuntap", "1500", "", "", ""},
+			want: []string{"tun0", "7", "false", "tuntap", "1500", "", "", "", ""},
 		},
 	}
 	for _, tt := range tests {
@@ -84,7 +85,7 @@ func TestDeviceTableRow(t *testing.T) {
 }
 
 func TestDeviceTableHeader(t *testing.T) {
-	want := []string{"Name", "Index", "Selected", "Type", "MTU", "HWAddr", "Flags", "Addresses"}
+	want := []string{"Name", "Index", "Selected", "Type", "MTU", "HWAddr", "Flags", "Addresses", "NotSelectedReason"}
 	if got := (&Device{}).TableHeader(); !slices.Equal(got, want) {
 		t.Errorf("TableHeader() = %q, want %q", got, want)
 	}
