@@ -33,7 +33,7 @@ var ControlPlaneCells = []cell.Cell{
 	job.Cell,
 	statedb.Cell,
 	metrics.Cell,
-	pprof.Cell,
+	pprof.NewCell(pprof.ControlPlaneDefaults),
 	// netlink → table devices: where the VIPs are answered.
 	devices.Cell,
 	// Every table and the configuration → herald-dbg --socket

@@ -37,13 +37,22 @@ func (def Config) Flags(flags *pflag.FlagSet) {
 	flags.Uint16("pprof-port", def.PprofPort, "Port the profiles are served on")
 }
 
-var Cell = cell.Module(
-	"pprof",
-	"Go runtime profiles over HTTP",
+var Cell = NewCell(Defaults)
 
-	cell.Config(Defaults),
-	cell.Invoke(serve),
-)
+// ControlPlaneDefaults are the control-plane VIP mode's: another port, so
+// that it and the agent, on one node, can both serve their profiles.
+var ControlPlaneDefaults = Config{PprofAddress: "localhost", PprofPort: 6061}
+
+// NewCell serves the profiles with the given defaults.
+func NewCell(def Config) cell.Cell {
+	return cell.Module(
+		"pprof",
+		"Go runtime profiles over HTTP",
+
+		cell.Config(def),
+		cell.Invoke(serve),
+	)
+}
 
 func serve(cfg Config, lc cell.Lifecycle, log *slog.Logger) {
 	if !cfg.Pprof {
