@@ -2,9 +2,6 @@ package bgp
 
 import (
 	"fmt"
-	"os/exec"
-	"strconv"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,20 +66,9 @@ func TestMD5Listening(t *testing.T) {
 // tcpStat reads one of the kernel's TcpExt counters in the host's namespace.
 func tcpStat(t *testing.T, h *netlab.Host, name string) int {
 	t.Helper()
-	out, err := exec.Command("ip", "netns", "exec", h.Netns, "cat", "/proc/net/netstat").CombinedOutput()
+	n, err := h.TCPStat(name)
 	if err != nil {
-		t.Fatalf("reading /proc/net/netstat in %s: %v: %s", h.Netns, err, out)
+		t.Fatal(err)
 	}
-	lines := strings.Split(string(out), "\n")
-	for i := 0; i+1 < len(lines); i += 2 {
-		keys, vals := strings.Fields(lines[i]), strings.Fields(lines[i+1])
-		for j, k := range keys {
-			if k == name && j < len(vals) {
-				n, _ := strconv.Atoi(vals[j])
-				return n
-			}
-		}
-	}
-	t.Fatalf("no %s in %s's /proc/net/netstat", name, h.Netns)
-	return 0
+	return n
 }

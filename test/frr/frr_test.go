@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -213,22 +212,11 @@ func TestEBGP(t *testing.T) {
 // TCP-MD5 signature in the namespace.
 func md5Failures(t *testing.T, h *netlab.Host) int {
 	t.Helper()
-	out, err := exec.Command("ip", "netns", "exec", h.Netns, "cat", "/proc/net/netstat").CombinedOutput()
+	n, err := h.TCPStat("TCPMD5Failure")
 	if err != nil {
-		t.Fatalf("reading /proc/net/netstat in %s: %v: %s", h.Netns, err, out)
+		t.Fatal(err)
 	}
-	lines := strings.Split(string(out), "\n")
-	for i := 0; i+1 < len(lines); i += 2 {
-		keys, vals := strings.Fields(lines[i]), strings.Fields(lines[i+1])
-		for j, k := range keys {
-			if k == "TCPMD5Failure" && j < len(vals) {
-				n, _ := strconv.Atoi(vals[j])
-				return n
-			}
-		}
-	}
-	t.Fatalf("no TCPMD5Failure in %s's /proc/net/netstat (kernel without TCP_MD5SIG?)", h.Netns)
-	return 0
+	return n
 }
 
 // TestMD5 peers r1 with r2 and r3 over IPv4 and IPv6 with TCP-MD5: r3
