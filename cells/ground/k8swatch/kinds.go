@@ -74,7 +74,15 @@ func reflectRequested(p params) error {
 			p.Fresh.catchUps[name] = catchUp
 		}
 	}
-	p.Log.Info("Reflecting Kubernetes objects", "tables", names)
+	// The kinds no cell asked for: their features are off. Said so that
+	// "why is X not watched?" is answered in the log.
+	var unasked []string
+	for _, name := range slices.Sorted(maps.Keys(kinds)) {
+		if _, ok := want[name]; !ok {
+			unasked = append(unasked, name)
+		}
+	}
+	p.Log.Info("Reflecting Kubernetes objects", "tables", names, "unasked", unasked)
 	return nil
 }
 
