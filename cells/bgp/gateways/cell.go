@@ -17,6 +17,7 @@ import (
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/statedb"
 
+	"github.com/heraldlb/herald/cells/bgp/bgpconfig"
 	"github.com/heraldlb/herald/tables"
 )
 
@@ -24,9 +25,19 @@ var Cell = cell.Module(
 	"bgp-gateways",
 	"Default routes of the node for peer auto-discovery",
 
+	cell.Provide(reflections),
 	cell.ProvidePrivate(tables.NewBGPDefaultGatewaysTable),
 	cell.Provide(statedb.RWTable[*tables.BGPDefaultGateway].ToTable),
 	cell.ProvidePrivate(tables.NewBGPLinkNeighborsTable),
 	cell.Provide(statedb.RWTable[*tables.BGPLinkNeighbor].ToTable),
 	cell.Invoke(registerWatcher),
 )
+
+// reflections asks the ground floor for the Kubernetes objects this cell
+// reads: the cluster configs, whose unnumbered peers name interfaces.
+func reflections(bgp bgpconfig.Config) tables.Reflections {
+	if !bgp.EnableBGPControlPlane {
+		return tables.Reflections{}
+	}
+	return tables.Reflect(tables.BGPClusterConfigsTableName)
+}
