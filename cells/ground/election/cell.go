@@ -1,7 +1,8 @@
-// Package election runs the Lease elections of Herald's cluster-wide
-// singletons (the LB IPAM allocator, the pod CIDR allocator) and owns their
-// fencing contract: when a term starts and ends, and until when the leader
-// may still write.
+// Package election runs the Lease elections other cells ask for: those of
+// Herald's cluster-wide singletons (the LB IPAM allocator, the pod CIDR
+// allocator) and each node's own L2 Lease (herald-l2-node-<node>, the L2
+// elector's fence), and owns their fencing contract: when a term starts
+// and ends, and until when the leader may still write.
 //
 // Reads: the Leases named by the tables.Election values other cells
 // provide (group "elections"), in --k8s-namespace.

@@ -18,7 +18,10 @@
 // l2-leases, leadership.
 // Writes: tables l2-announce, l2-lease-health, l2-owners, l2-member-meta
 // (and there, when the agent stops, that this node is silent); the
-// announcement Leases; Events.
+// announcement Leases, takeover records (herald-l2-takeover-<node>-<term>)
+// and, in two-node clusters, witness records (herald-l2-witness-<node>);
+// Events. Its node Lease it asks of the ground floor's election
+// (tables.Election).
 package elector
 
 import (

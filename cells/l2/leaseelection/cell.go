@@ -4,9 +4,12 @@
 // for by every node that may announce the group, renewed by its holder.
 // The holder answers while its term is fresh, and gives the Lease up
 // when its Services go or the agent stops, once the responder has their
-// IPs out (leaving.go). Abandoned Leases are deleted once a minute.
+// IPs out (leaving.go). Abandoned Leases are deleted once a minute; with
+// L2 announcements off, every L2 Lease an earlier run left (announcement,
+// node and witness Leases), until none is left (leasegc.go).
 //
-// Reads: tables l2-candidates.
+// Reads: tables l2-candidates; asks for l2-leases only so that herald-dbg
+// shows the holders.
 // Writes: the announcement Leases; tables l2-announce and
 // l2-lease-health (the deadline its terms allow); Events.
 package leaseelection

@@ -11,8 +11,10 @@
 // Reads: tables l2-announce, l2-lease-health and devices.
 // Writes: the BPF maps l2_responder_v4, l2_responder_v6 and
 // l2_responder_config (pinned under <bpf-root>/herald), program
-// attachments, multicast memberships, gratuitous ARP and Neighbor
-// Advertisement packets.
+// attachments, multicast memberships, ARP/NDP probes before a new address
+// is answered for, gratuitous ARP and Neighbor Advertisement packets; the
+// entries' reconciliation status in l2-announce; a Warning Event
+// (L2AddressConflict) on the Services whose IP another host uses.
 package responder
 
 import (

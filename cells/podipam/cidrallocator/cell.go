@@ -2,12 +2,15 @@
 // CIDRs out of CiliumPodIPPools, as many as the node's agent asks for in
 // its CiliumNode, and computes each pool's status.
 //
-// Reads: tables pod-ip-pools, cilium-nodes, nodes and leadership.
+// Reads: tables pod-ip-pools, cilium-nodes, nodes, lb-pools (a pod pool
+// overlapping an older CiliumLoadBalancerIPPool is conflicting) and
+// leadership.
 // Writes: tables pod-cidr-decisions and pod-ip-pool-status, and through
 // their reconcilers CiliumNodes (spec.ipam.pools.allocated, status.ipam.
 // operator-status.error, deletion of those whose Node is gone) and pool
-// status and finalizers. Every write is fenced by the term it was decided
-// in and conditional on the object's resourceVersion.
+// status and finalizers; Events on CiliumNodes and pools. Every write is
+// fenced by the term it was decided in and conditional on the object's
+// resourceVersion.
 //
 // Only the holder of the Lease herald-pod-ipam allocates; each term starts
 // from a fresh engine, after the tables caught up with the API server.
