@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -92,18 +91,7 @@ func (bn *benchNS) createServicesWithIPs(n int, settleTimeout time.Duration) map
 		addr = addr.Next()
 		svcs = append(svcs, bn.service(fmt.Sprintf("fo-%04d", i), nil, map[string]string{tables.AnnotationIPs: addr.String()}))
 	}
-	var mu sync.Mutex
-	var errs []error
-	parallel(svcs, func(svc *corev1.Service) {
-		if _, err := kube.CoreV1().Services(bn.ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
-		}
-	})
-	if len(errs) > 0 {
-		b.Fatalf("creating %d Services: %d failed, first: %v", n, len(errs), errs[0])
-	}
+	bn.createAll(ctx, svcs)
 	names := map[netip.Addr]string{}
 	deadline := time.Now().Add(settleTimeout)
 	for len(names) < n {

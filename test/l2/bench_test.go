@@ -276,6 +276,24 @@ func ingressIP(svc *corev1.Service, pool netip.Prefix) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
+// createAll creates svcs in the namespace, 16 at a time, and stops the
+// benchmark if any of them could not be created.
+func (bn *benchNS) createAll(ctx context.Context, svcs []*corev1.Service) {
+	bn.b.Helper()
+	var mu sync.Mutex
+	var errs []error
+	parallel(svcs, func(svc *corev1.Service) {
+		if _, err := kube.CoreV1().Services(bn.ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	})
+	if len(errs) > 0 {
+		bn.b.Fatalf("creating %d Services: %d failed, first: %v", len(svcs), len(errs), errs[0])
+	}
+}
+
 // parallel runs f on every item, 16 at a time.
 func parallel[T any](items []T, f func(T)) {
 	const workers = 16
@@ -798,18 +816,7 @@ func newLeaseLoad(b *testing.B, counts []int, settleTimeout time.Duration) *leas
 		addr = addr.Next()
 	}
 	start := time.Now()
-	var mu sync.Mutex
-	var errs []error
-	parallel(svcs, func(svc *corev1.Service) {
-		if _, err := kube.CoreV1().Services(ll.ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
-		}
-	})
-	if len(errs) > 0 {
-		b.Fatalf("creating %d Services: %d failed, first: %v", total, len(errs), errs[0])
-	}
+	ll.createAll(ctx, svcs)
 	// Wait for the IPs.
 	deadline := time.Now().Add(settleTimeout)
 	for {
