@@ -19,12 +19,7 @@ import (
 // counter counts the replies.
 func TestOwnerAnswersAlone(t *testing.T) {
 	s := newScenario(t)
-	s.createPolicy("all", nil)
-	s.createService("web")
-	vip := s.waitVIP("web")
-
-	owner := s.waitOwner("web", vip)
-	expectAnsweredOnlyBy(t, vip, owner)
+	vip, owner := s.announceWeb()
 	waitGratuitous(t, vip, owner, s.start)
 
 	before := waitMapEntry(t, owner, vip)
@@ -58,12 +53,7 @@ func TestOwnerAnswersAlone(t *testing.T) {
 func TestFailoverOnKill(t *testing.T) {
 	useLeaseElection(t)
 	s := newScenario(t)
-	s.createPolicy("all", nil)
-	s.createService("web")
-	vip := s.waitVIP("web")
-
-	old := s.waitOwner("web", vip)
-	expectAnsweredOnlyBy(t, vip, old)
+	vip, old := s.announceWeb()
 
 	killed := client.Mark()
 	t.Logf("kill -9 the agent of %s (pid %d)", old.Name, old.PID())
@@ -251,12 +241,7 @@ func TestInterfaceRegex(t *testing.T) {
 // and the VIP is no longer answered.
 func TestDeleteServiceWithdraws(t *testing.T) {
 	s := newScenario(t)
-	s.createPolicy("all", nil)
-	s.createService("web")
-	vip := s.waitVIP("web")
-
-	owner := s.waitOwner("web", vip)
-	expectAnsweredOnlyBy(t, vip, owner)
+	vip, owner := s.announceWeb()
 	waitMapEntry(t, owner, vip)
 
 	s.deleteService("web")
@@ -315,12 +300,7 @@ func TestFrozenOwner(t *testing.T) {
 	s := newScenario(t)
 	// Any node may own it, the LB IPAM leader too: a frozen leader is
 	// replaced, and it follows when it thaws.
-	s.createPolicy("all", nil)
-	s.createService("web")
-	vip := s.waitVIP("web")
-
-	old := s.waitOwner("web", vip)
-	expectAnsweredOnlyBy(t, vip, old)
+	vip, old := s.announceWeb()
 
 	pid := old.PID()
 	t.Logf("SIGSTOP the agent of %s (pid %d)", old.Name, pid)

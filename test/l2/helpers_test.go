@@ -320,6 +320,19 @@ func nodeNamed(name string) *node {
 	return nil
 }
 
+// announceWeb creates the Service "web" under a policy every node
+// matches, waits for its VIP and for the node that owns it, checks that
+// this owner alone answers for it, and returns both.
+func (s *scenario) announceWeb() (netip.Addr, *node) {
+	s.t.Helper()
+	s.createPolicy("all", nil)
+	s.createService("web")
+	vip := s.waitVIP("web")
+	owner := s.waitOwner("web", vip)
+	expectAnsweredOnlyBy(s.t, vip, owner)
+	return vip, owner
+}
+
 // waitOwner waits until a node other than the excluded ones holds the
 // Service's Lease and has programmed the VIP on eth0, and returns it.
 func (s *scenario) waitOwner(svc string, vip netip.Addr, exclude ...*node) *node {

@@ -38,11 +38,7 @@ func useLeaseElection(t *testing.T) {
 // by two MACs.
 func TestMembersFailover(t *testing.T) {
 	s := newScenario(t)
-	s.createPolicy("all", nil)
-	s.createService("web")
-	vip := s.waitVIP("web")
-	placed := s.waitOwner("web", vip)
-	expectAnsweredOnlyBy(t, vip, placed)
+	vip, placed := s.announceWeb()
 	// herald-dbg says who answers and why, on the owner and elsewhere.
 	for _, n := range nodes {
 		out, err := n.Dbg("explain", "service", s.ns+"/web")
@@ -297,11 +293,7 @@ func partition(t testing.TB, n *node) (heal func()) {
 // once healed it rejoins without taking anything back.
 func TestMembersPartition(t *testing.T) {
 	s := newScenario(t)
-	s.createPolicy("all", nil)
-	s.createService("web")
-	vip := s.waitVIP("web")
-	placed := s.waitOwner("web", vip)
-	expectAnsweredOnlyBy(t, vip, placed)
+	vip, placed := s.announceWeb()
 
 	start := client.Mark()
 	prober := client.StartMarkedProber(vip, 20*time.Millisecond)
