@@ -559,18 +559,8 @@ var rejectedBGP = []struct {
 func TestInvalidBGPObjectsAreRejected(t *testing.T) {
 	for _, tc := range rejectedBGP {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
 			doc := "apiVersion: cilium.io/v2alpha1\nkind: " + tc.kind + "\nmetadata: {name: " + tc.name + "}\nspec: " + tc.spec + "\n"
-			var obj unstructured.Unstructured
-			if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-				t.Fatal(err)
-			}
-			r := dyn.Resource(bgpGVR(tc.plural))
-			_, err := r.Create(ctx, &obj, metav1.CreateOptions{})
-			if err == nil {
-				_ = r.Delete(ctx, tc.name, metav1.DeleteOptions{})
-				t.Fatalf("accepted, want an error containing %q", tc.want)
-			}
+			err := createYAMLRejected(t, bgpGVR(tc.plural), tc.name, doc, tc.want)
 			checkOneInvalid(t, err, tc.want)
 		})
 	}

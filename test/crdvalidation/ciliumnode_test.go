@@ -163,14 +163,9 @@ func TestInvalidCiliumNodesAreRejected(t *testing.T) {
 	nodes := clientset.CiliumV2().CiliumNodes()
 	for _, tc := range rejectedCiliumNodes {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
 			n := &ciliumv2.CiliumNode{ObjectMeta: metav1.ObjectMeta{Name: tc.name}}
 			n.Spec.IPAM.Pools = tc.spec
-			_, err := nodes.Create(ctx, n, metav1.CreateOptions{})
-			if err == nil {
-				_ = nodes.Delete(ctx, tc.name, metav1.DeleteOptions{})
-				t.Fatalf("accepted, want an error containing %q", tc.want)
-			}
+			err := createRejected(t, nodes, tc.name, n, tc.want)
 			checkOneInvalid(t, err, tc.want)
 		})
 	}

@@ -230,12 +230,7 @@ func TestInvalidPoolsAreRejected(t *testing.T) {
 	pools := clientset.CiliumV2alpha1().CiliumLoadBalancerIPPools()
 	for _, tc := range rejectedCases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			_, err := pools.Create(ctx, pool(tc.name, tc.spec), metav1.CreateOptions{})
-			if err == nil {
-				_ = pools.Delete(ctx, tc.name, metav1.DeleteOptions{})
-				t.Fatalf("accepted, want an error containing %q", tc.want)
-			}
+			err := createRejected(t, pools, tc.name, pool(tc.name, tc.spec), tc.want)
 			if !apierrors.IsInvalid(err) {
 				t.Errorf("error is not Invalid: %v", err)
 			}

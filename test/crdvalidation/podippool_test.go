@@ -187,12 +187,7 @@ func TestInvalidPodPoolsAreRejected(t *testing.T) {
 	pools := clientset.CiliumV2alpha1().CiliumPodIPPools()
 	for _, tc := range rejectedPodPools {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			_, err := pools.Create(ctx, podPool(tc.name, tc.spec), metav1.CreateOptions{})
-			if err == nil {
-				_ = pools.Delete(ctx, tc.name, metav1.DeleteOptions{})
-				t.Fatalf("accepted, want an error containing %q", tc.want)
-			}
+			err := createRejected(t, pools, tc.name, podPool(tc.name, tc.spec), tc.want)
 			checkOneInvalid(t, err, tc.want)
 		})
 	}
@@ -219,20 +214,11 @@ var rejectedPodPoolYAML = []struct {
 func TestInvalidPodPoolYAMLIsRejected(t *testing.T) {
 	for _, tc := range rejectedPodPoolYAML {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
 			doc := "apiVersion: cilium.io/v2alpha1\nkind: CiliumPodIPPool\nmetadata: {name: " + tc.name + "}\n"
 			if tc.spec != "" {
 				doc += "spec: " + tc.spec + "\n"
 			}
-			var obj unstructured.Unstructured
-			if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-				t.Fatal(err)
-			}
-			_, err := dyn.Resource(podPoolsGVR()).Create(ctx, &obj, metav1.CreateOptions{})
-			if err == nil {
-				_ = dyn.Resource(podPoolsGVR()).Delete(ctx, tc.name, metav1.DeleteOptions{})
-				t.Fatalf("accepted, want an error containing %q", tc.want)
-			}
+			err := createYAMLRejected(t, podPoolsGVR(), tc.name, doc, tc.want)
 			checkOneInvalid(t, err, tc.want)
 		})
 	}
