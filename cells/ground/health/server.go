@@ -1,16 +1,15 @@
 package health
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/cilium/hive/cell"
+
+	"github.com/heraldlb/herald/cells/internal/httpserve"
 )
 
 func serve(lc cell.Lifecycle, cfg Config, t *tree, log *slog.Logger) {
@@ -33,23 +32,9 @@ func serve(lc cell.Lifecycle, cfg Config, t *tree, log *slog.Logger) {
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	lc.Append(cell.Hook{
-		OnStart: func(cell.HookContext) error {
-			l, err := net.Listen("tcp", cfg.HealthServeAddr)
-			if err != nil {
-				return fmt.Errorf("health-serve-addr %s: %w", cfg.HealthServeAddr, err)
-			}
-			go func() {
-				if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-					log.Error("Health endpoint stopped", "error", err)
-				}
-			}()
-			return nil
-		},
-	})
-	lc.Append(cell.Hook{
-		OnStop: func(ctx cell.HookContext) error { return srv.Shutdown(context.Context(ctx)) },
+	httpserve.Serve(lc, log, httpserve.Endpoint{
+		Addr: cfg.HealthServeAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+		Flag: "health-serve-addr", Stopped: "Health endpoint stopped",
 	})
 }
 

@@ -1,11 +1,7 @@
 package metrics
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"runtime"
 	"runtime/debug"
@@ -15,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/heraldlb/herald/cells/internal/httpserve"
 )
 
 // Namespace prefixes every Herald metric.
@@ -58,20 +56,8 @@ func serve(lc cell.Lifecycle, cfg Config, reg *prometheus.Registry, log *slog.Lo
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	lc.Append(cell.Hook{
-		OnStart: func(cell.HookContext) error {
-			l, err := net.Listen("tcp", cfg.PrometheusServeAddr)
-			if err != nil {
-				return fmt.Errorf("prometheus-serve-addr %s: %w", cfg.PrometheusServeAddr, err)
-			}
-			go func() {
-				if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-					log.Error("Metrics endpoint stopped", "error", err)
-				}
-			}()
-			return nil
-		},
-		OnStop: func(ctx cell.HookContext) error { return srv.Shutdown(context.Context(ctx)) },
+	httpserve.Serve(lc, log, httpserve.Endpoint{
+		Addr: cfg.PrometheusServeAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+		Flag: "prometheus-serve-addr", Stopped: "Metrics endpoint stopped",
 	})
 }

@@ -7,8 +7,6 @@
 package pprof
 
 import (
-	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,6 +16,8 @@ import (
 
 	"github.com/cilium/hive/cell"
 	"github.com/spf13/pflag"
+
+	"github.com/heraldlb/herald/cells/internal/httpserve"
 )
 
 // Config of the profiling endpoint.
@@ -64,24 +64,11 @@ func serve(cfg Config, lc cell.Lifecycle, log *slog.Logger) {
 	mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", httppprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", httppprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	addr := net.JoinHostPort(cfg.PprofAddress, strconv.Itoa(int(cfg.PprofPort)))
-	lc.Append(cell.Hook{
-		OnStart: func(cell.HookContext) error {
-			l, err := net.Listen("tcp", addr)
-			if err != nil {
-				return err
-			}
-			log.Info("Serving Go runtime profiles", "address", "http://"+l.Addr().String()+"/debug/pprof/")
-			go func() {
-				if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-					log.Error("pprof server stopped", "error", err)
-				}
-			}()
-			return nil
-		},
-		OnStop: func(ctx cell.HookContext) error {
-			return srv.Shutdown(context.Context(ctx))
+	httpserve.Serve(lc, log, httpserve.Endpoint{
+		Addr: net.JoinHostPort(cfg.PprofAddress, strconv.Itoa(int(cfg.PprofPort))), Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		Stopped: "pprof server stopped",
+		Listening: func(a net.Addr) {
+			log.Info("Serving Go runtime profiles", "address", "http://"+a.String()+"/debug/pprof/")
 		},
 	})
 }
