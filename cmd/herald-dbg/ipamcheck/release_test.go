@@ -35,19 +35,8 @@ func TestPlanIPRelease(t *testing.T) {
 			in := healthy()
 			tt.edit(&in)
 			plan, err := PlanIPRelease(in, addr(tt.ip), tt.force)
-			if tt.err != nil {
-				if err == nil {
-					t.Fatalf("planned %+v, want an error", plan)
-				}
-				for _, s := range tt.err {
-					if !strings.Contains(err.Error(), s) {
-						t.Errorf("error %q does not say %q", err, s)
-					}
-				}
+			if !planned(t, plan, err, tt.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			want := ipamv1.DelRequest{Attachment: ipamv1.Attachment{ContainerID: "c-a", IfName: "eth0"}, Pod: ipamv1.PodRef{Namespace: "ns", Name: "a", UID: "uid-a"}}
 			if plan.Del != want {
@@ -151,19 +140,8 @@ func TestPlanCIDRRelease(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			plan, err := PlanCIDRRelease(tt.node, tt.cidr, tt.local, tt.force)
-			if tt.err != nil {
-				if err == nil {
-					t.Fatalf("planned %+v, want an error", plan)
-				}
-				for _, s := range tt.err {
-					if !strings.Contains(err.Error(), s) {
-						t.Errorf("error %q does not say %q", err, s)
-					}
-				}
+			if !planned(t, plan, err, tt.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			got, _ := json.Marshal(plan.Allocated)
 			if string(got) != tt.want {
@@ -181,4 +159,26 @@ func TestPlanCIDRRelease(t *testing.T) {
 			}
 		})
 	}
+}
+
+// planned checks a plan's error against want, the phrases the error must
+// say (none: no error), and tells whether the case goes on to check the
+// plan itself.
+func planned(t *testing.T, plan any, err error, want []string) bool {
+	t.Helper()
+	if want == nil {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return true
+	}
+	if err == nil {
+		t.Fatalf("planned %+v, want an error", plan)
+	}
+	for _, s := range want {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not say %q", err, s)
+		}
+	}
+	return false
 }
