@@ -590,6 +590,29 @@ func rowOf(t testing.TB, out, name string) []string {
 // Manifests
 // ---------------------------------------------------------------------------
 
+// bluePool is the one-block pool most tests start from.
+const bluePool = `
+apiVersion: "cilium.io/v2alpha1"
+kind: CiliumLoadBalancerIPPool
+metadata:
+  name: "blue-pool"
+spec:
+  blocks:
+  - cidr: "20.0.10.0/24"
+`
+
+// dualPool has a block of each family.
+const dualPool = `
+apiVersion: "cilium.io/v2alpha1"
+kind: CiliumLoadBalancerIPPool
+metadata:
+  name: "dual-pool"
+spec:
+  blocks:
+  - cidr: "20.0.10.0/24"
+  - cidr: "2004::0/64"
+`
+
 // serviceYAML renders the spec's simple LoadBalancer Service (port 1234)
 // with the given labels and annotations; specLines are added to its spec
 // (a "ports:" line replaces the default port).

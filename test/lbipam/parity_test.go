@@ -59,20 +59,10 @@ spec:
 // asking for one family gets it from an agent that does not hand out that
 // family by default; RequireDualStack still needs both (the spec).
 func TestSingleStackFamilyOfAnyFlag(t *testing.T) {
-	const pool = `
-apiVersion: "cilium.io/v2alpha1"
-kind: CiliumLoadBalancerIPPool
-metadata:
-  name: "dual-pool"
-spec:
-  blocks:
-  - cidr: "20.0.10.0/24"
-  - cidr: "2004::0/64"
-`
 	t.Run("IPv6 asked, --enable-ipv6=false", func(t *testing.T) {
 		startAgent(t, "node-a", "--enable-ipv6=false")
 		s := newScenario(t)
-		s.apply(pool)
+		s.apply(dualPool)
 		s.apply(serviceYAML("v6", nil, nil, "ipFamilyPolicy: SingleStack", "ipFamilies: [IPv6]"))
 		s.waitSatisfied("v6", "2004::")
 		s.apply(serviceYAML("plain", nil, nil))
@@ -84,7 +74,7 @@ spec:
 	t.Run("IPv4 asked, --enable-ipv4=false", func(t *testing.T) {
 		startAgent(t, "node-a", "--enable-ipv4=false", "--enable-ipv6")
 		s := newScenario(t)
-		s.apply(pool)
+		s.apply(dualPool)
 		s.apply(serviceYAML("v4", nil, nil, "ipFamilyPolicy: SingleStack", "ipFamilies: [IPv4]"))
 		s.waitSatisfied("v4", "20.0.10.0")
 	})

@@ -85,15 +85,7 @@ spec:
 
 	t.Run("Yes is the default", func(t *testing.T) {
 		s := newScenario(t)
-		s.apply(`
-apiVersion: "cilium.io/v2alpha1"
-kind: CiliumLoadBalancerIPPool
-metadata:
-  name: "blue-pool"
-spec:
-  blocks:
-  - cidr: "20.0.10.0/24"
-`)
+		s.apply(bluePool)
 		s.waitPoolCounts("blue-pool", "256", "256", "0")
 		if p, err := getPool("blue-pool"); err != nil || p.Spec.AllowFirstLastIPs != "Yes" {
 			t.Errorf("spec.allowFirstLastIPs defaults to %q (%v), want Yes", p.Spec.AllowFirstLastIPs, err)
@@ -221,15 +213,7 @@ func TestConflicts(t *testing.T) {
 	a := startAgent(t, "node-a")
 	s := newScenario(t)
 
-	s.apply(`
-apiVersion: "cilium.io/v2alpha1"
-kind: CiliumLoadBalancerIPPool
-metadata:
-  name: "blue-pool"
-spec:
-  blocks:
-  - cidr: "20.0.10.0/24"
-`)
+	s.apply(bluePool)
 	s.waitPoolCondition("blue-pool", tables.ConditionPoolConflict, metav1.ConditionFalse, tables.ReasonResolved, "")
 	s.apply(`
 apiVersion: "cilium.io/v2alpha1"
@@ -283,15 +267,7 @@ func TestDisablingAPool(t *testing.T) {
 	startAgent(t, "node-a")
 	s := newScenario(t)
 
-	s.apply(`
-apiVersion: "cilium.io/v2alpha1"
-kind: CiliumLoadBalancerIPPool
-metadata:
-  name: "blue-pool"
-spec:
-  blocks:
-  - cidr: "20.0.10.0/24"
-`)
+	s.apply(bluePool)
 	s.apply(serviceYAML("service-blue", nil, nil))
 	s.waitSatisfied("service-blue", "20.0.10.0")
 

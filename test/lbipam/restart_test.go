@@ -90,15 +90,7 @@ func TestLeaderHandoverKeepsAllIPs(t *testing.T) {
 		agents[name] = startAgent(t, name)
 	}
 	s := newScenario(t)
-	s.apply(`
-apiVersion: "cilium.io/v2alpha1"
-kind: CiliumLoadBalancerIPPool
-metadata:
-  name: "blue-pool"
-spec:
-  blocks:
-  - cidr: "20.0.10.0/24"
-`)
+	s.apply(bluePool)
 	createServices(t, s.ns, serviceNames(n))
 	waitAllSatisfied(t, s.ns, n)
 

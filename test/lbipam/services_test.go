@@ -367,16 +367,6 @@ spec:
 // dual-stack API server (service-cluster-ip-range has an IPv6 range).
 func TestIPFamilies(t *testing.T) {
 	startAgent(t, "node-a")
-	const pool = `
-apiVersion: "cilium.io/v2alpha1"
-kind: CiliumLoadBalancerIPPool
-metadata:
-  name: "dual-pool"
-spec:
-  blocks:
-  - cidr: "20.0.10.0/24"
-  - cidr: "2004::0/64"
-`
 	tests := []struct {
 		name string
 		spec []string // extra lines of the Service's spec
@@ -392,7 +382,7 @@ spec:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newScenario(t)
-			s.apply(pool)
+			s.apply(dualPool)
 			s.apply(serviceYAML("service-blue", nil, nil, tt.spec...))
 			s.waitSatisfied("service-blue", tt.want...)
 		})
@@ -405,15 +395,7 @@ spec:
 func TestLoadBalancerClass(t *testing.T) {
 	a := startAgent(t, "node-a")
 	s := newScenario(t)
-	s.apply(`
-apiVersion: "cilium.io/v2alpha1"
-kind: CiliumLoadBalancerIPPool
-metadata:
-  name: "blue-pool"
-spec:
-  blocks:
-  - cidr: "20.0.10.0/24"
-`)
+	s.apply(bluePool)
 	s.apply(serviceYAML("service-other", nil, nil, "loadBalancerClass: example.com/other"))
 	s.apply(serviceYAML("service-l2", nil, nil, "loadBalancerClass: io.cilium/l2-announcer"))
 	// service-blue, created last, is the witness: once it has its IP the
@@ -480,15 +462,7 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("deleting a Service releases its IP", func(t *testing.T) {
 		s := newScenario(t)
-		s.apply(`
-apiVersion: "cilium.io/v2alpha1"
-kind: CiliumLoadBalancerIPPool
-metadata:
-  name: "blue-pool"
-spec:
-  blocks:
-  - cidr: "20.0.10.0/24"
-`)
+		s.apply(bluePool)
 		for i, name := range []string{"service-a", "service-b", "service-c"} {
 			s.apply(serviceYAML(name, nil, nil))
 			s.waitSatisfied(name, fmt.Sprintf("20.0.10.%d", i))
@@ -521,15 +495,7 @@ spec:
 		s.apply(serviceYAML("service-b", nil, map[string]string{"lbipam.cilium.io/ips": "20.0.20.5"}))
 		s.waitSatisfied("service-b", "20.0.20.5")
 
-		s.apply(`
-apiVersion: "cilium.io/v2alpha1"
-kind: CiliumLoadBalancerIPPool
-metadata:
-  name: "blue-pool"
-spec:
-  blocks:
-  - cidr: "20.0.10.0/24"
-`)
+		s.apply(bluePool)
 		s.waitPending("service-b", tables.ReasonNoPool, "No pool exists with a CIDR containing '20.0.20.5'")
 		s.waitEvent("service-b", eventReleased, "Released IP 20.0.20.5: the IP Pool or block it came from was removed")
 		s.waitPoolCounts("blue-pool", "256", "255", "1")
@@ -538,15 +504,7 @@ spec:
 
 	t.Run("edits that keep IPs valid move nothing", func(t *testing.T) {
 		s := newScenario(t)
-		s.apply(`
-apiVersion: "cilium.io/v2alpha1"
-kind: CiliumLoadBalancerIPPool
-metadata:
-  name: "blue-pool"
-spec:
-  blocks:
-  - cidr: "20.0.10.0/24"
-`)
+		s.apply(bluePool)
 		for i, name := range []string{"service-a", "service-b"} {
 			s.apply(serviceYAML(name, nil, nil))
 			s.waitSatisfied(name, fmt.Sprintf("20.0.10.%d", i))
