@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -138,10 +137,7 @@ func TestBFDFailover(t *testing.T) {
 	ensureAgents(t)
 	setBFD(t, true)
 	t.Cleanup(func() { ensureAgents(t); setBFD(t, false) })
-	ns := newNamespace(t)
-	createService(t, ns, "web", singleStack(corev1.IPv4Protocol))
-	p := hostPrefix(waitVIP(t, ns, "web"))
-	waitAdvertisedBy(t, p, nodes...)
+	_, p := advertisedService(t, "web")
 	victim := nodes[0]
 
 	t.Run("frozen", func(t *testing.T) {
@@ -193,10 +189,7 @@ func TestBFDFailureResetsSession(t *testing.T) {
 	ensureAgents(t)
 	setBFD(t, true)
 	t.Cleanup(func() { setBFD(t, false) })
-	ns := newNamespace(t)
-	createService(t, ns, "web", singleStack(corev1.IPv4Protocol))
-	p := hostPrefix(waitVIP(t, ns, "web"))
-	waitAdvertisedBy(t, p, nodes...)
+	_, p := advertisedService(t, "web")
 	victim := nodes[0]
 	mark := victim.Mark()
 	drop := fmt.Sprintf("add table inet hbgpbfd; add chain inet hbgpbfd out { type filter hook output priority 0; }; "+

@@ -124,6 +124,18 @@ func afiOf(a netip.Addr) string {
 
 func hostPrefix(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
 
+// advertisedService creates the IPv4 Service name in a new namespace and
+// waits until every node advertises its VIP; it returns the namespace and
+// the VIP's host route.
+func advertisedService(t *testing.T, name string) (ns string, p netip.Prefix) {
+	t.Helper()
+	ns = newNamespace(t)
+	createService(t, ns, name, singleStack(corev1.IPv4Protocol))
+	p = hostPrefix(waitVIP(t, ns, name))
+	waitAdvertisedBy(t, p, nodes...)
+	return ns, p
+}
+
 // sessionAddr is a node's address on the session of a's family: the
 // router sees the node's paths from there.
 func (n *node) sessionAddr(a netip.Addr) netip.Addr {

@@ -13,10 +13,7 @@ import (
 // sent them again with its End-of-RIB; nothing is withdrawn on the way.
 func TestGracefulRestart(t *testing.T) {
 	ensureAgents(t)
-	ns := newNamespace(t)
-	createService(t, ns, "web", singleStack(corev1.IPv4Protocol))
-	p := hostPrefix(waitVIP(t, ns, "web"))
-	waitAdvertisedBy(t, p, nodes...)
+	_, p := advertisedService(t, "web")
 	for _, how := range []struct {
 		name string
 		stop func(*node) error
@@ -59,10 +56,7 @@ func restartKeepsRoutes(t *testing.T, p netip.Prefix, victim *node, stop func(*n
 // agent starts from what the API server says, not from what it had.
 func TestRestartCatchesUp(t *testing.T) {
 	ensureAgents(t)
-	ns := newNamespace(t)
-	createService(t, ns, "old", singleStack(corev1.IPv4Protocol))
-	old := hostPrefix(waitVIP(t, ns, "old"))
-	waitAdvertisedBy(t, old, nodes...)
+	ns, old := advertisedService(t, "old")
 
 	victim := nodes[1]
 	if err := victim.Kill9(); err != nil {

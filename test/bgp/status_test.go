@@ -115,10 +115,7 @@ func TestNodeConfigPutBack(t *testing.T) {
 // every other session and route alone.
 func TestBadInput(t *testing.T) {
 	ensureAgents(t)
-	ns := newNamespace(t)
-	createService(t, ns, "web", singleStack(corev1.IPv4Protocol))
-	p := hostPrefix(waitVIP(t, ns, "web"))
-	waitAdvertisedBy(t, p, nodes...)
+	_, p := advertisedService(t, "web")
 
 	c := herald.CiliumV2alpha1()
 	bad := &v2alpha1.CiliumBGPClusterConfig{
@@ -191,10 +188,7 @@ func TestBadInput(t *testing.T) {
 // condition says so), then right (established, routes back).
 func TestMD5(t *testing.T) {
 	ensureAgents(t)
-	ns := newNamespace(t)
-	createService(t, ns, "web", singleStack(corev1.IPv4Protocol))
-	p := hostPrefix(waitVIP(t, ns, "web"))
-	waitAdvertisedBy(t, p, nodes...)
+	_, p := advertisedService(t, "web")
 	n3 := nodes[2]
 	c := herald.CiliumV2alpha1()
 
