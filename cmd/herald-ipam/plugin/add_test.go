@@ -95,11 +95,7 @@ func TestAdd(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			var agent *fakeAgent
-			if tc.reply != nil {
-				agent = startAgent(t, map[string]reply{v1.PathAdd: *tc.reply})
-				e.socket = agent.socket
-			}
+			agent := e.answering(t, v1.PathAdd, tc.reply)
 			v := tc.cniVersion
 			if v == "" {
 				v = "1.1.0"
@@ -115,9 +111,7 @@ func TestAdd(t *testing.T) {
 				return
 			}
 			if !tc.wantSent {
-				if reqs := agent.requests(); len(reqs) != 0 {
-					t.Errorf("agent got %+v, want nothing", reqs)
-				}
+				agent.none(t)
 				return
 			}
 			var got v1.AddRequest

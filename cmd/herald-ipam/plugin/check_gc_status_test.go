@@ -38,20 +38,14 @@ func TestCheck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			shorten(t, &checkTimeout, 200*time.Millisecond)
 			e := newEnv(t)
-			var agent *fakeAgent
-			if tc.reply != nil {
-				agent = startAgent(t, map[string]reply{v1.PathCheck: *tc.reply})
-				e.socket = agent.socket
-			}
+			agent := e.answering(t, v1.PathCheck, tc.reply)
 			_, _, err := run(check, cmdArgs(e.conf("1.1.0", "", tc.top), k8sArgs1))
 			checkErr(t, err, tc.wantCode, tc.wantMsg)
 			if agent == nil {
 				return
 			}
 			if !tc.wantSent {
-				if reqs := agent.requests(); len(reqs) != 0 {
-					t.Errorf("agent got %+v", reqs)
-				}
+				agent.none(t)
 				return
 			}
 			var got v1.CheckRequest
@@ -95,11 +89,7 @@ func TestGC(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			var agent *fakeAgent
-			if tc.reply != nil {
-				agent = startAgent(t, map[string]reply{v1.PathGC: *tc.reply})
-				e.socket = agent.socket
-			}
+			agent := e.answering(t, v1.PathGC, tc.reply)
 			args := cmdArgs(e.conf("1.1.0", "", tc.top), "")
 			args.ContainerID, args.IfName, args.Netns = "", "", "" // GC names no attachment
 			_, _, err := run(gc, args)
@@ -108,9 +98,7 @@ func TestGC(t *testing.T) {
 				return
 			}
 			if tc.wantSent == nil {
-				if reqs := agent.requests(); len(reqs) != 0 {
-					t.Errorf("agent got %+v", reqs)
-				}
+				agent.none(t)
 				return
 			}
 			var got v1.GCRequest
@@ -151,11 +139,7 @@ func TestStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			shorten(t, &statusTimeout, 200*time.Millisecond)
 			e := newEnv(t)
-			var agent *fakeAgent
-			if tc.reply != nil {
-				agent = startAgent(t, map[string]reply{v1.PathStatus: *tc.reply})
-				e.socket = agent.socket
-			}
+			agent := e.answering(t, v1.PathStatus, tc.reply)
 			args := cmdArgs(e.conf("1.1.0", "", ""), "")
 			args.ContainerID, args.IfName, args.Netns = "", "", ""
 			_, _, err := run(status, args)

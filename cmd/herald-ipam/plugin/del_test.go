@@ -46,11 +46,7 @@ func TestDel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			shorten(t, &delTimeout, 200*time.Millisecond)
 			e := newEnv(t)
-			var agent *fakeAgent
-			if tc.reply != nil {
-				agent = startAgent(t, map[string]reply{v1.PathDel: *tc.reply})
-				e.socket = agent.socket
-			}
+			agent := e.answering(t, v1.PathDel, tc.reply)
 			if tc.stateFile {
 				e.stateDir = filepath.Join(t.TempDir(), "file")
 				if err := os.WriteFile(e.stateDir, nil, 0o600); err != nil {

@@ -101,6 +101,14 @@ func (a *fakeAgent) requests() []request {
 	return append([]request(nil), a.reqs...)
 }
 
+// none fails the test if the agent got any request.
+func (a *fakeAgent) none(t *testing.T) {
+	t.Helper()
+	if reqs := a.requests(); len(reqs) != 0 {
+		t.Errorf("agent got %+v, want nothing", reqs)
+	}
+}
+
 // only returns the one request the agent got, decoded into out.
 func (a *fakeAgent) only(t *testing.T, method, path string, out any) {
 	t.Helper()
@@ -130,6 +138,19 @@ type env struct {
 // newEnv is an environment with no agent yet.
 func newEnv(t *testing.T) env {
 	return env{socket: filepath.Join(socketDir(t), "ipam.sock"), stateDir: t.TempDir()}
+}
+
+// answering starts a fake agent that answers path with r and points e at
+// its socket. With no reply there is no agent (nil): nothing listens on
+// e.socket.
+func (e *env) answering(t *testing.T, path string, r *reply) *fakeAgent {
+	t.Helper()
+	if r == nil {
+		return nil
+	}
+	a := startAgent(t, map[string]reply{path: *r})
+	e.socket = a.socket
+	return a
 }
 
 // conf is a network configuration as bridge passes it on, with the ipam
