@@ -42,10 +42,10 @@ func startFakeAgent(t *testing.T, socket string, ready bool, message string) *fa
 	t.Helper()
 	a := &fakeAgent{socket: socket, ready: ready, message: message, next: 10, held: map[v1.Attachment]string{}, done: make(chan struct{})}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+v1.PathAdd, a.add)
-	mux.HandleFunc("POST "+v1.PathDel, a.del)
-	mux.HandleFunc("POST "+v1.PathCheck, a.check)
-	mux.HandleFunc("POST "+v1.PathGC, a.gc)
+	mux.HandleFunc("POST "+v1.PathAdd, recorded(a, &a.adds, a.add))
+	mux.HandleFunc("POST "+v1.PathDel, recorded(a, &a.dels, a.del))
+	mux.HandleFunc("POST "+v1.PathCheck, recorded(a, &a.checks, a.check))
+	mux.HandleFunc("POST "+v1.PathGC, recorded(a, &a.gcs, a.gc))
 	mux.HandleFunc("GET "+v1.PathStatus, a.status)
 	l, err := net.Listen("unix", socket)
 	if err != nil {
@@ -84,14 +84,22 @@ func fail(w http.ResponseWriter, status int, code uint, msg string) {
 
 func answer(w http.ResponseWriter, v any) { json.NewEncoder(w).Encode(v) }
 
-func (a *fakeAgent) add(w http.ResponseWriter, r *http.Request) {
-	req, ok := decode[v1.AddRequest](w, r)
-	if !ok {
-		return
+// recorded decodes a request of type T, records it in log and has serve
+// answer it, with the agent's lock held throughout.
+func recorded[T any](a *fakeAgent, log *[]T, serve func(http.ResponseWriter, T)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		req, ok := decode[T](w, r)
+		if !ok {
+			return
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		*log = append(*log, req)
+		serve(w, req)
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.adds = append(a.adds, req)
+}
+
+func (a *fakeAgent) add(w http.ResponseWriter, req v1.AddRequest) {
 	addr, ok := a.held[req.Attachment]
 	if !ok {
 		if a.next > 254 {
@@ -108,26 +116,12 @@ func (a *fakeAgent) add(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (a *fakeAgent) del(w http.ResponseWriter, r *http.Request) {
-	req, ok := decode[v1.DelRequest](w, r)
-	if !ok {
-		return
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.dels = append(a.dels, req)
+func (a *fakeAgent) del(w http.ResponseWriter, req v1.DelRequest) {
 	delete(a.held, req.Attachment)
 	answer(w, struct{}{})
 }
 
-func (a *fakeAgent) check(w http.ResponseWriter, r *http.Request) {
-	req, ok := decode[v1.CheckRequest](w, r)
-	if !ok {
-		return
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.checks = append(a.checks, req)
+func (a *fakeAgent) check(w http.ResponseWriter, req v1.CheckRequest) {
 	if addr, ok := a.held[req.Attachment]; !ok || !slices.Equal(req.IPs, []string{addr}) {
 		fail(w, http.StatusConflict, v1.CodeInvalidRequest, fmt.Sprintf("fake agent: %v holds %q, not %v", req.Attachment, addr, req.IPs))
 		return
@@ -135,14 +129,7 @@ func (a *fakeAgent) check(w http.ResponseWriter, r *http.Request) {
 	answer(w, struct{}{})
 }
 
-func (a *fakeAgent) gc(w http.ResponseWriter, r *http.Request) {
-	req, ok := decode[v1.GCRequest](w, r)
-	if !ok {
-		return
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.gcs = append(a.gcs, req)
+func (a *fakeAgent) gc(w http.ResponseWriter, req v1.GCRequest) {
 	for att := range a.held {
 		if !slices.Contains(req.ValidAttachments, att) {
 			delete(a.held, att)
