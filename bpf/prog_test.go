@@ -80,27 +80,8 @@ func TestProgram(t *testing.T) {
 
 	for _, mode := range []Mode{ModeXDP, ModeTCX} {
 		t.Run(string(mode), func(t *testing.T) {
-			r := loadT(t, mode, "")
-			answer, pass := uint32(xdpTX), uint32(xdpPass)
-			if mode == ModeTCX {
-				answer, pass = tcRedir, tcNext
-			}
-			run := func(in []byte) (uint32, []byte) {
-				t.Helper()
-				out := make([]byte, len(in)+256)
-				ret, err := r.prog.Run(&ebpf.RunOptions{Data: in, DataOut: out})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return ret, out[:len(in)]
-			}
-			expectPass := func(name string, in []byte) {
-				t.Helper()
-				ret, out := run(in)
-				if ret != pass || !bytes.Equal(out, in) {
-					t.Fatalf("%s: returned %d with % x, want %d and the frame untouched", name, ret, out, pass)
-				}
-			}
+			m := newModeRun(t, mode)
+			r := m.r
 			sent := func() uint64 {
 				t.Helper()
 				key := key4(t, r, vipIP, testRunIfindex)
@@ -114,47 +95,44 @@ func TestProgram(t *testing.T) {
 			if _, err := r.Upsert(vipIP, testRunIfindex, answerAs); err != nil {
 				t.Fatal(err)
 			}
-			expectPass("no heartbeat yet", request(vipIP))
+			m.expectPass("no heartbeat yet", request(vipIP))
 			if err := r.Heartbeat(time.Hour); err != nil {
 				t.Fatal(err)
 			}
 
-			ret, out := run(request(vipIP))
-			if ret != answer || !bytes.Equal(out, wantReply) {
-				t.Fatalf("request: returned %d with\n% x, want %d with\n% x", ret, out, answer, wantReply)
-			}
+			m.expectAnswer("request", request(vipIP), wantReply)
 			if n := sent(); n != 1 {
 				t.Fatalf("responses_sent = %d, want 1", n)
 			}
 			// Unicast requests (cache refresh) are answered too.
-			if ret, _ := run(arpFrame(reqMAC, 1, 0x0800, 6, 4, 1, reqMAC, reqIP, make(net.HardwareAddr, 6), vipIP)); ret != answer {
+			if ret, _ := m.run(arpFrame(reqMAC, 1, 0x0800, 6, 4, 1, reqMAC, reqIP, make(net.HardwareAddr, 6), vipIP)); ret != m.answer {
 				t.Fatalf("unicast request: returned %d", ret)
 			}
 			// ARP probes (sender IP 0.0.0.0) are answered, to the probing host.
 			probe := arpFrame(bcast, 1, 0x0800, 6, 4, 1, reqMAC, netip.IPv4Unspecified(), make(net.HardwareAddr, 6), vipIP)
-			if ret, out := run(probe); ret != answer || !bytes.Equal(out[38:42], []byte{0, 0, 0, 0}) || !bytes.Equal(out[0:6], reqMAC) {
+			if ret, out := m.run(probe); ret != m.answer || !bytes.Equal(out[38:42], []byte{0, 0, 0, 0}) || !bytes.Equal(out[0:6], reqMAC) {
 				t.Fatalf("probe: returned %d with % x", ret, out)
 			}
 			if n := sent(); n != 3 {
 				t.Fatalf("responses_sent = %d, want 3", n)
 			}
 
-			expectPass("unknown IP", request(netip.MustParseAddr("198.18.0.201")))
-			expectPass("gratuitous", arpFrame(bcast, 1, 0x0800, 6, 4, 1, reqMAC, vipIP, make(net.HardwareAddr, 6), vipIP))
-			expectPass("reply", arpFrame(bcast, 1, 0x0800, 6, 4, 2, reqMAC, reqIP, make(net.HardwareAddr, 6), vipIP))
-			expectPass("htype", arpFrame(bcast, 6, 0x0800, 6, 4, 1, reqMAC, reqIP, make(net.HardwareAddr, 6), vipIP))
-			expectPass("ptype", arpFrame(bcast, 1, 0x86dd, 6, 4, 1, reqMAC, reqIP, make(net.HardwareAddr, 6), vipIP))
-			expectPass("hlen", arpFrame(bcast, 1, 0x0800, 8, 4, 1, reqMAC, reqIP, make(net.HardwareAddr, 6), vipIP))
-			expectPass("plen", arpFrame(bcast, 1, 0x0800, 6, 16, 1, reqMAC, reqIP, make(net.HardwareAddr, 6), vipIP))
-			expectPass("truncated", request(vipIP)[:41])
-			expectPass("ipv4", ipv4)
+			m.expectPass("unknown IP", request(netip.MustParseAddr("198.18.0.201")))
+			m.expectPass("gratuitous", arpFrame(bcast, 1, 0x0800, 6, 4, 1, reqMAC, vipIP, make(net.HardwareAddr, 6), vipIP))
+			m.expectPass("reply", arpFrame(bcast, 1, 0x0800, 6, 4, 2, reqMAC, reqIP, make(net.HardwareAddr, 6), vipIP))
+			m.expectPass("htype", arpFrame(bcast, 6, 0x0800, 6, 4, 1, reqMAC, reqIP, make(net.HardwareAddr, 6), vipIP))
+			m.expectPass("ptype", arpFrame(bcast, 1, 0x86dd, 6, 4, 1, reqMAC, reqIP, make(net.HardwareAddr, 6), vipIP))
+			m.expectPass("hlen", arpFrame(bcast, 1, 0x0800, 8, 4, 1, reqMAC, reqIP, make(net.HardwareAddr, 6), vipIP))
+			m.expectPass("plen", arpFrame(bcast, 1, 0x0800, 6, 16, 1, reqMAC, reqIP, make(net.HardwareAddr, 6), vipIP))
+			m.expectPass("truncated", request(vipIP)[:41])
+			m.expectPass("ipv4", ipv4)
 
 			// Stale heartbeat.
 			if err := r.Heartbeat(0); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(time.Millisecond)
-			expectPass("stale heartbeat", request(vipIP))
+			m.expectPass("stale heartbeat", request(vipIP))
 			if n := sent(); n != 3 {
 				t.Fatalf("responses_sent = %d, want 3", n)
 			}
@@ -306,42 +284,16 @@ func TestProgramNDP(t *testing.T) {
 
 	for _, mode := range []Mode{ModeXDP, ModeTCX} {
 		t.Run(string(mode), func(t *testing.T) {
-			r := loadT(t, mode, "")
-			answer, pass := uint32(xdpTX), uint32(xdpPass)
-			if mode == ModeTCX {
-				answer, pass = tcRedir, tcNext
-			}
-			run := func(in []byte) (uint32, []byte) {
-				t.Helper()
-				opts := &ebpf.RunOptions{Data: in, DataOut: make([]byte, len(in)+256)}
-				ret, err := r.prog.Run(opts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return ret, opts.DataOut
-			}
-			expectAnswer := func(name string, in, want []byte) {
-				t.Helper()
-				ret, out := run(in)
-				if ret != answer || !bytes.Equal(out, want) {
-					t.Fatalf("%s: returned %d with\n% x\nwant %d with\n% x", name, ret, out, answer, want)
-				}
-			}
-			expectPass := func(name string, in []byte) {
-				t.Helper()
-				ret, out := run(in)
-				if ret != pass || !bytes.Equal(out, in) {
-					t.Fatalf("%s: returned %d with % x, want %d and the frame untouched", name, ret, out, pass)
-				}
-			}
+			m := newModeRun(t, mode)
+			r := m.r
 			sent := func() uint64 {
 				t.Helper()
-				m, key, err := r.mapKey(vipIP6, testRunIfindex)
+				mp, key, err := r.mapKey(vipIP6, testRunIfindex)
 				if err != nil {
 					t.Fatal(err)
 				}
 				var v l2responderL2ResponderEntry
-				if err := m.Lookup(key, &v); err != nil {
+				if err := mp.Lookup(key, &v); err != nil {
 					t.Fatal(err)
 				}
 				return v.ResponsesSent
@@ -350,23 +302,23 @@ func TestProgramNDP(t *testing.T) {
 			if _, err := r.Upsert(vipIP6, testRunIfindex, answerAs); err != nil {
 				t.Fatal(err)
 			}
-			expectPass("no heartbeat yet", multicast)
+			m.expectPass("no heartbeat yet", multicast)
 			if err := r.Heartbeat(time.Hour); err != nil {
 				t.Fatal(err)
 			}
 
-			expectAnswer("to the solicited-node group", multicast, answered)
+			m.expectAnswer("to the solicited-node group", multicast, answered)
 			// Unicast (reachability confirmation), often without options:
 			// the frame grows to the advertisement's size.
-			expectAnswer("unicast, no options",
+			m.expectAnswer("unicast, no options",
 				ipv6Frame(answerAs, reqMAC, reqIP6, vipIP6, 255, nsMessage(0, vipIP6)), answered)
 			// With a nonce (as Linux sends for DAD and sometimes otherwise):
 			// the frame shrinks.
-			expectAnswer("with a nonce",
+			m.expectAnswer("with a nonce",
 				ipv6Frame(groupMAC, reqMAC, reqIP6, group, 255, nsMessage(0, vipIP6, sllaOption(reqMAC), nonceOption)), answered)
 			// Duplicate address detection by a host that wants the VIP: to
 			// all nodes, not solicited.
-			expectAnswer("duplicate address detection",
+			m.expectAnswer("duplicate address detection",
 				ipv6Frame(groupMAC, reqMAC, netip.IPv6Unspecified(), group, 255, nsMessage(0, vipIP6, nonceOption)),
 				wantNA(allNodesMAC, allNodes, false))
 			if n := sent(); n != 4 {
@@ -375,28 +327,28 @@ func TestProgramNDP(t *testing.T) {
 
 			other := netip.MustParseAddr("fd00:18::c9")
 			otherGroup, otherMAC := solicitedNode(other)
-			expectPass("unknown target", ipv6Frame(otherMAC, reqMAC, reqIP6, otherGroup, 255, nsMessage(0, other, sllaOption(reqMAC))))
-			expectPass("through a router (hop limit 64)", ipv6Frame(groupMAC, reqMAC, reqIP6, group, 64, nsMessage(0, vipIP6, sllaOption(reqMAC))))
-			expectPass("ICMPv6 code 1", ipv6Frame(groupMAC, reqMAC, reqIP6, group, 255, nsMessage(1, vipIP6, sllaOption(reqMAC))))
-			expectPass("to another group", ipv6Frame(groupMAC, reqMAC, reqIP6, otherGroup, 255, nsMessage(0, vipIP6, sllaOption(reqMAC))))
-			expectPass("to another unicast address", ipv6Frame(answerAs, reqMAC, reqIP6, reqIP6, 255, nsMessage(0, vipIP6)))
-			expectPass("DAD to a unicast address", ipv6Frame(answerAs, reqMAC, netip.IPv6Unspecified(), vipIP6, 255, nsMessage(0, vipIP6)))
+			m.expectPass("unknown target", ipv6Frame(otherMAC, reqMAC, reqIP6, otherGroup, 255, nsMessage(0, other, sllaOption(reqMAC))))
+			m.expectPass("through a router (hop limit 64)", ipv6Frame(groupMAC, reqMAC, reqIP6, group, 64, nsMessage(0, vipIP6, sllaOption(reqMAC))))
+			m.expectPass("ICMPv6 code 1", ipv6Frame(groupMAC, reqMAC, reqIP6, group, 255, nsMessage(1, vipIP6, sllaOption(reqMAC))))
+			m.expectPass("to another group", ipv6Frame(groupMAC, reqMAC, reqIP6, otherGroup, 255, nsMessage(0, vipIP6, sllaOption(reqMAC))))
+			m.expectPass("to another unicast address", ipv6Frame(answerAs, reqMAC, reqIP6, reqIP6, 255, nsMessage(0, vipIP6)))
+			m.expectPass("DAD to a unicast address", ipv6Frame(answerAs, reqMAC, netip.IPv6Unspecified(), vipIP6, 255, nsMessage(0, vipIP6)))
 			na := wantNA(reqMAC, reqIP6, true)
-			expectPass("an advertisement", na)
+			m.expectPass("an advertisement", na)
 			echo := []byte{128, 0, 0, 0, 0, 1, 0, 1}
-			expectPass("echo request", ipv6Frame(answerAs, reqMAC, reqIP6, vipIP6, 64, echo))
+			m.expectPass("echo request", ipv6Frame(answerAs, reqMAC, reqIP6, vipIP6, 64, echo))
 			mcastTarget := netip.MustParseAddr("ff02::1:ff00:c8")
-			expectPass("multicast target", ipv6Frame(groupMAC, reqMAC, reqIP6, group, 255, nsMessage(0, mcastTarget)))
-			expectPass("truncated", multicast[:70])
+			m.expectPass("multicast target", ipv6Frame(groupMAC, reqMAC, reqIP6, group, 255, nsMessage(0, mcastTarget)))
+			m.expectPass("truncated", multicast[:70])
 			hopByHop := bytes.Clone(multicast)
 			hopByHop[20] = 0 // next header: hop-by-hop options
-			expectPass("extension header", hopByHop)
+			m.expectPass("extension header", hopByHop)
 
 			if err := r.Heartbeat(0); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(time.Millisecond)
-			expectPass("stale heartbeat", multicast)
+			m.expectPass("stale heartbeat", multicast)
 			if n := sent(); n != 4 {
 				t.Fatalf("responses_sent = %d, want 4", n)
 			}
@@ -476,5 +428,50 @@ func TestProgramConflicts(t *testing.T) {
 				t.Error("ForgetConflict left the entry")
 			}
 		})
+	}
+}
+
+// modeRun runs the responder program, loaded in one attach mode, on
+// frames with BPF_PROG_TEST_RUN.
+type modeRun struct {
+	t *testing.T
+	r *Responder
+	// answer and pass are the mode's verdicts for a frame answered (sent
+	// back out of the interface) and for one passed on to the stack.
+	answer, pass uint32
+}
+
+func newModeRun(t *testing.T, mode Mode) *modeRun {
+	m := &modeRun{t: t, r: loadT(t, mode, ""), answer: xdpTX, pass: xdpPass}
+	if mode == ModeTCX {
+		m.answer, m.pass = tcRedir, tcNext
+	}
+	return m
+}
+
+// run returns the program's verdict and the frame as it left the program.
+func (m *modeRun) run(in []byte) (uint32, []byte) {
+	m.t.Helper()
+	opts := &ebpf.RunOptions{Data: in, DataOut: make([]byte, len(in)+256)}
+	ret, err := m.r.prog.Run(opts)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return ret, opts.DataOut
+}
+
+func (m *modeRun) expectAnswer(name string, in, want []byte) {
+	m.t.Helper()
+	ret, out := m.run(in)
+	if ret != m.answer || !bytes.Equal(out, want) {
+		m.t.Fatalf("%s: returned %d with\n% x\nwant %d with\n% x", name, ret, out, m.answer, want)
+	}
+}
+
+func (m *modeRun) expectPass(name string, in []byte) {
+	m.t.Helper()
+	ret, out := m.run(in)
+	if ret != m.pass || !bytes.Equal(out, in) {
+		m.t.Fatalf("%s: returned %d with % x, want %d and the frame untouched", name, ret, out, m.pass)
 	}
 }
