@@ -1,7 +1,9 @@
 package statusstub
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/cilium/statedb"
 	"k8s.io/client-go/tools/record"
@@ -51,5 +53,18 @@ func (s *Standing) RecordedEvents() []string {
 		default:
 			return out
 		}
+	}
+}
+
+// WriteContext is the context a test hands a fenced write: canceled after
+// a minute, so that a write the fence failed to bound ends the test with
+// context.Canceled rather than hanging. It has no deadline of its own:
+// the write's deadline is the fence's alone. Call end when done.
+func WriteContext() (ctx context.Context, end func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := time.AfterFunc(time.Minute, cancel)
+	return ctx, func() {
+		stop.Stop()
+		cancel()
 	}
 }

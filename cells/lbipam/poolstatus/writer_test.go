@@ -61,14 +61,10 @@ func newFixture(t *testing.T, serverRV int, l *tables.Leadership) *fixture {
 	}}
 }
 
-// update writes the pool's status computed in term. The caller's context
-// is canceled after a minute, so that a write the fence failed to bound
-// ends the test with context.Canceled rather than hanging.
+// update writes the pool's status computed in term.
 func (f *fixture) update(term uint64) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stop := time.AfterFunc(time.Minute, cancel)
-	defer stop.Stop()
+	ctx, end := statusstub.WriteContext()
+	defer end()
 	st := &tables.LBPoolStatus{Name: poolName, ObservedGeneration: 1, Conflicting: true, ConflictMessage: conflict,
 		Total: "256", Available: "256", Used: "0", Term: term}
 	return f.w.Update(ctx, f.DB.ReadTxn(), 0, st)

@@ -66,14 +66,10 @@ func newFixture(t *testing.T, serverRV int, l *tables.Leadership) *fixture {
 	}}
 }
 
-// update writes the decision that the Service gets ip, made in term. The
-// caller's context is canceled after a minute, so that a write the fence
-// failed to bound ends the test with context.Canceled rather than hanging.
+// update writes the decision that the Service gets ip, made in term.
 func (f *fixture) update(term uint64) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stop := time.AfterFunc(time.Minute, cancel)
-	defer stop.Stop()
+	ctx, end := statusstub.WriteContext()
+	defer end()
 	a := &tables.LBAllocation{
 		Namespace: ns, Name: name, Generation: 1, Managed: true, Satisfied: true, Reason: tables.ReasonSatisfied,
 		IPs:  []tables.AllocatedIP{{Addr: netip.MustParseAddr(ip), Pool: "pool"}},
