@@ -92,23 +92,15 @@ func TestLeaseHandoverOnPolicyChange(t *testing.T) {
 	useLeaseElection(t)
 	s := newScenario(t)
 	from, to := nodes[0], nodes[1]
-	only := func(n *node) func(*v2alpha1.CiliumL2AnnouncementPolicySpec) {
-		return func(spec *v2alpha1.CiliumL2AnnouncementPolicySpec) {
-			spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"hl2.test/node": n.Name}}
-		}
-	}
-	policy := s.createPolicy("one", only(from))
+	policy := s.createPolicy("one", onlyOn(from))
 	s.createService("web")
 	vip := s.waitVIP("web")
-	if owner := s.waitOwner("web", vip); owner != from {
-		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.Name, from.Name)
-	}
-	expectAnsweredOnlyBy(t, vip, from)
+	s.waitOwnedBy("web", vip, from)
 
 	start, logs := client.Mark(), from.Mark()
 	prober := client.StartMarkedProber(vip, 20*time.Millisecond)
 	defer func() { _, _ = prober.Stop() }()
-	s.updatePolicy(policy, only(to))
+	s.updatePolicy(policy, onlyOn(to))
 	if owner := s.waitOwner("web", vip, from); owner != to {
 		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.Name, to.Name)
 	}
@@ -138,10 +130,7 @@ func TestNodeSelectorExcludes(t *testing.T) {
 	s.createService("web")
 	vip := s.waitVIP("web")
 
-	if owner := s.waitOwner("web", vip); owner != node1 {
-		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.Name, node1.Name)
-	}
-	expectAnsweredOnlyBy(t, vip, node1)
+	s.waitOwnedBy("web", vip, node1)
 	assertNotAnnounced(t, vip, node2, node3)
 
 	// node1 dies; the excluded nodes must not step in, even once its Lease
@@ -172,10 +161,7 @@ func TestNodeSelectorExcludes(t *testing.T) {
 	if err := node1.waitReady(); err != nil {
 		t.Fatal(err)
 	}
-	if owner := s.waitOwner("web", vip); owner != node1 {
-		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.Name, node1.Name)
-	}
-	expectAnsweredOnlyBy(t, vip, node1)
+	s.waitOwnedBy("web", vip, node1)
 
 	// Excluding node1 at runtime withdraws it (nobody else is selected);
 	// selecting node2 moves the VIP there.
@@ -186,10 +172,7 @@ func TestNodeSelectorExcludes(t *testing.T) {
 	assertSilentFor(t, vip, silence)
 	labelled := client.Mark()
 	s.setNodeLabel(node2, key, "yes")
-	if owner := s.waitOwner("web", vip, node1); owner != node2 {
-		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.Name, node2.Name)
-	}
-	expectAnsweredOnlyBy(t, vip, node2)
+	s.waitOwnedBy("web", vip, node2, node1)
 	waitGratuitous(t, vip, node2, labelled)
 	assertNotAnnounced(t, vip, node1, node3)
 
@@ -277,15 +260,10 @@ func TestSelfMountedBPFFS(t *testing.T) {
 		t.Fatalf("agent %s (pid %d): no bpffs on /sys/fs/bpf in its mount namespace; bpffs mounts: %v", node3.Name, pid, mounts)
 	}
 
-	s.createPolicy("node3", func(p *v2alpha1.CiliumL2AnnouncementPolicySpec) {
-		p.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"hl2.test/node": node3.Name}}
-	})
+	s.createPolicy("node3", onlyOn(node3))
 	s.createService("web")
 	vip := s.waitVIP("web")
-	if owner := s.waitOwner("web", vip); owner != node3 {
-		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.Name, node3.Name)
-	}
-	expectAnsweredOnlyBy(t, vip, node3)
+	s.waitOwnedBy("web", vip, node3)
 	waitMapEntry(t, node3, vip) // through /proc/<pid>/root/sys/fs/bpf
 }
 
@@ -358,15 +336,10 @@ func TestXDPResponder(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s.createPolicy("node2", func(p *v2alpha1.CiliumL2AnnouncementPolicySpec) {
-		p.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"hl2.test/node": node2.Name}}
-	})
+	s.createPolicy("node2", onlyOn(node2))
 	s.createService("web")
 	vip := s.waitVIP("web")
-	if owner := s.waitOwner("web", vip); owner != node2 {
-		t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.Name, node2.Name)
-	}
-	expectAnsweredOnlyBy(t, vip, node2)
+	s.waitOwnedBy("web", vip, node2)
 	before := waitMapEntry(t, node2, vip)
 	if res := probe(t, vip); len(res.Replies) != 1 {
 		t.Fatalf("want exactly one reply from %s; %s", node2, res)

@@ -320,6 +320,13 @@ func nodeNamed(name string) *node {
 	return nil
 }
 
+// onlyOn is a policy edit: the policy selects node n alone.
+func onlyOn(n *node) func(*v2alpha1.CiliumL2AnnouncementPolicySpec) {
+	return func(spec *v2alpha1.CiliumL2AnnouncementPolicySpec) {
+		spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"hl2.test/node": n.Name}}
+	}
+}
+
 // announceWeb creates the Service "web" under a policy every node
 // matches, waits for its VIP and for the node that owns it, checks that
 // this owner alone answers for it, and returns both.
@@ -331,6 +338,17 @@ func (s *scenario) announceWeb() (netip.Addr, *node) {
 	owner := s.waitOwner("web", vip)
 	expectAnsweredOnlyBy(s.t, vip, owner)
 	return vip, owner
+}
+
+// waitOwnedBy waits for the node that owns the Service, among the nodes
+// but the excluded ones; it must be n, the one node the policy selects,
+// and n alone must answer for vip.
+func (s *scenario) waitOwnedBy(svc string, vip netip.Addr, n *node, exclude ...*node) {
+	s.t.Helper()
+	if owner := s.waitOwner(svc, vip, exclude...); owner != n {
+		s.t.Fatalf("%s holds the Lease, but the policy selects only %s", owner.Name, n.Name)
+	}
+	expectAnsweredOnlyBy(s.t, vip, n)
 }
 
 // waitOwner waits until a node other than the excluded ones holds the

@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 )
 
@@ -29,9 +27,7 @@ func TestMixedElections(t *testing.T) {
 	restart("--l2-announcements-election=lease")
 	t.Cleanup(func() { restart() })
 
-	policy := s.createPolicy("mixed", func(spec *v2alpha1.CiliumL2AnnouncementPolicySpec) {
-		spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"hl2.test/node": n3.Name}}
-	})
+	policy := s.createPolicy("mixed", onlyOn(n3))
 	s.createService("web")
 	vip := s.waitVIP("web")
 	s.waitOwner("web", vip)
