@@ -128,12 +128,7 @@ func TestValidPoolsAreAccepted(t *testing.T) {
 	pools := clientset.CiliumV2alpha1().CiliumLoadBalancerIPPools()
 	for _, tc := range acceptedCases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			got, err := pools.Create(ctx, pool(tc.name, tc.spec), metav1.CreateOptions{})
-			if err != nil {
-				t.Fatalf("rejected: %v", err)
-			}
-			t.Cleanup(func() { _ = pools.Delete(ctx, tc.name, metav1.DeleteOptions{}) })
+			got := createAccepted(t, pools, tc.name, pool(tc.name, tc.spec))
 
 			want := tc.spec
 			if want.AllowFirstLastIPs == "" {

@@ -117,12 +117,7 @@ func TestValidPodPoolsAreAccepted(t *testing.T) {
 	pools := clientset.CiliumV2alpha1().CiliumPodIPPools()
 	for _, tc := range acceptedPodPools {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			got, err := pools.Create(ctx, podPool(tc.name, tc.spec), metav1.CreateOptions{})
-			if err != nil {
-				t.Fatalf("rejected: %v", err)
-			}
-			t.Cleanup(func() { _ = pools.Delete(ctx, tc.name, metav1.DeleteOptions{}) })
+			got := createAccepted(t, pools, tc.name, podPool(tc.name, tc.spec))
 			if !reflect.DeepEqual(got.Spec, tc.spec) {
 				t.Errorf("stored spec = %+v, want %+v", got.Spec, tc.spec)
 			}

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// kindClient is the part of a typed client of one kind the rejection tests
+// kindClient is the part of a typed client of one kind the create tests
 // use; untyped objects go through dynClient.
 type kindClient[T any] interface {
 	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
@@ -30,6 +30,19 @@ func createRejected[T any](t *testing.T, c kindClient[T], name string, obj T, wa
 		t.Fatalf("accepted, want an error containing %q", want)
 	}
 	return err
+}
+
+// createAccepted creates obj, which the API server must take, deletes it
+// again when the test ends, and returns what the API server stored.
+func createAccepted[T any](t *testing.T, c kindClient[T], name string, obj T) T {
+	t.Helper()
+	ctx := context.Background()
+	got, err := c.Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("rejected: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Delete(ctx, name, metav1.DeleteOptions{}) })
+	return got
 }
 
 // createYAMLRejected is createRejected for an object written as YAML,
