@@ -277,6 +277,7 @@ func (c *ARPClient) IsReply(f ARPFrame, vip netip.Addr) bool {
 // client's own frames, so these marks delimit the request windows that
 // DoubleAnswers needs.
 type MarkedProber struct {
+	c     *ARPClient
 	quit  chan struct{}
 	done  chan struct{}
 	once  sync.Once
@@ -286,7 +287,7 @@ type MarkedProber struct {
 
 // StartMarkedProber starts asking who has vip every interval, until Stop.
 func (c *ARPClient) StartMarkedProber(vip netip.Addr, interval time.Duration) *MarkedProber {
-	p := &MarkedProber{quit: make(chan struct{}), done: make(chan struct{})}
+	p := &MarkedProber{c: c, quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		tick := time.NewTicker(interval)
@@ -316,6 +317,21 @@ func (p *MarkedProber) Stop() ([]int, error) {
 	p.once.Do(func() { close(p.quit) })
 	<-p.done
 	return p.marks, p.err
+}
+
+// Finish stops the prober, waits ProbeWindow for the replies to its last
+// requests, and returns the capture position of each request sent (as
+// Stop) and the frames the client captured since start: what
+// DoubleAnswers takes.
+func (p *MarkedProber) Finish(start int) (marks []int, frames []ARPFrame, err error) {
+	if marks, err = p.Stop(); err != nil {
+		return nil, nil, fmt.Errorf("probing: %w", err)
+	}
+	time.Sleep(ProbeWindow)
+	if frames, err = p.c.Since(start); err != nil {
+		return nil, nil, fmt.Errorf("capture: %w", err)
+	}
+	return marks, frames, nil
 }
 
 // Double is one request of a trial answered by more than one MAC.

@@ -21,9 +21,7 @@
 //	start := client.Mark()               // or: watch a whole fault
 //	prober := client.StartMarkedProber(vip, 20*time.Millisecond)
 //	... kill an agent ...
-//	marks, err := prober.Stop()
-//	time.Sleep(arpwatch.ProbeWindow)
-//	frames, err := client.Since(start)
+//	marks, frames, err := prober.Finish(start)
 //	windows, doubles := client.DoubleAnswers(frames, vip, marks)
 //
 // Needs root (network namespaces, AF_PACKET).

@@ -312,12 +312,7 @@ func kaTakeover(t *testing.T, client *arpwatch.ARPClient, owner, backup *kaNode,
 		return false
 	})
 	time.Sleep(time.Second)
-	marks, err := prober.Stop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(arpwatch.ProbeWindow)
-	frames, err := client.Since(start)
+	marks, frames, err := prober.Finish(start)
 	if err != nil {
 		t.Fatal(err)
 	}

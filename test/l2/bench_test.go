@@ -55,7 +55,6 @@ import (
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/agentproc"
-	"github.com/heraldlb/herald/test/arpwatch"
 	"github.com/heraldlb/herald/test/suite"
 )
 
@@ -604,14 +603,9 @@ func runFailoverTrial(b *testing.B, vip netip.Addr, lease string, owner *node, l
 	time.Sleep(500 * time.Millisecond)
 	f.recover(b, owner)
 	time.Sleep(1500 * time.Millisecond)
-	marks, err := prober.Stop()
+	marks, frames, err := prober.Finish(start)
 	if err != nil {
-		b.Fatalf("prober: %v", err)
-	}
-	time.Sleep(arpwatch.ProbeWindow) // the last replies
-	frames, err := client.Since(start)
-	if err != nil {
-		b.Fatalf("capture stopped: %v", err)
+		b.Fatal(err)
 	}
 	var lastOld time.Time
 	for _, f := range frames {
@@ -1350,10 +1344,7 @@ func BenchmarkAPIServerOutage(b *testing.B) {
 				time.Sleep(2 * time.Millisecond)
 			}
 			time.Sleep(500 * time.Millisecond)
-			marks, err := prober.Stop()
-			must(b, err)
-			time.Sleep(arpwatch.ProbeWindow)
-			frames, err := client.Since(mark)
+			marks, frames, err := prober.Finish(mark)
 			must(b, err)
 			windows, doubles := client.DoubleAnswers(frames, victimVIP, marks)
 			for _, d := range doubles {

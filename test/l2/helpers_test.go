@@ -704,12 +704,7 @@ func dumpState(vips []netip.Addr, since int) string {
 // answered by two MACs.
 func expectNoDoubleAnswers(t *testing.T, vip netip.Addr, prober *arpwatch.MarkedProber, start int) {
 	t.Helper()
-	marks, err := prober.Stop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(arpwatch.ProbeWindow)
-	frames, err := client.Since(start)
+	marks, frames, err := prober.Finish(start)
 	if err != nil {
 		t.Fatal(err)
 	}
