@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"log/slog"
 	"time"
 
 	"github.com/cilium/hive"
@@ -72,19 +71,7 @@ const ControlPlaneEnvPrefix = "HERALD_CP_"
 
 // NewControlPlane returns the control-plane VIP mode's hive.
 func NewControlPlane(extra ...cell.Cell) *hive.Hive {
-	return hive.NewWithOptions(hive.Options{
-		EnvPrefix:    ControlPlaneEnvPrefix,
-		StartTimeout: time.Minute,
-		StopTimeout:  30 * time.Second,
-		ModuleDecorators: cell.ModuleDecorators{
-			func(h cell.Health, id cell.ModuleID) cell.Health { return h.NewScope(string(id)) },
-		},
-		ModulePrivateProviders: cell.ModulePrivateProviders{
-			func(r job.Registry, h cell.Health, l *slog.Logger) job.Group {
-				return r.NewGroup(h, job.WithLogger(l))
-			},
-		},
-	}, append(ControlPlaneCells, extra...)...)
+	return hive.NewWithOptions(hiveOptions(ControlPlaneEnvPrefix, time.Minute, 30*time.Second), append(ControlPlaneCells, extra...)...)
 }
 
 // newControlPlaneCommand is `herald-agent control-plane-vip`.

@@ -73,12 +73,19 @@ const EnvPrefix = "HERALD_"
 
 // New returns the agent's hive.
 func New(extra ...cell.Cell) *hive.Hive {
-	return hive.NewWithOptions(hive.Options{
-		EnvPrefix: EnvPrefix,
+	return hive.NewWithOptions(hiveOptions(EnvPrefix, 5*time.Minute, time.Minute), append(Cells, extra...)...)
+}
+
+// hiveOptions are the options of both of Herald's hives (the agent's and
+// the control-plane VIP mode's): each module gets its own health scope
+// and job group.
+func hiveOptions(envPrefix string, start, stop time.Duration) hive.Options {
+	return hive.Options{
+		EnvPrefix: envPrefix,
 		// Without timeouts every stop hook is skipped: Leases would not be
 		// released and queued Events would be lost.
-		StartTimeout: 5 * time.Minute,
-		StopTimeout:  time.Minute,
+		StartTimeout: start,
+		StopTimeout:  stop,
 		ModuleDecorators: cell.ModuleDecorators{
 			func(h cell.Health, id cell.ModuleID) cell.Health { return h.NewScope(string(id)) },
 		},
@@ -87,5 +94,5 @@ func New(extra ...cell.Cell) *hive.Hive {
 				return r.NewGroup(h, job.WithLogger(l))
 			},
 		},
-	}, append(Cells, extra...)...)
+	}
 }
