@@ -23,19 +23,8 @@ rounds="${BENCH_ROUNDS:-3}"
 with_metallb="${BENCH_METALLB:-1}"
 allocs_per_op=100000 # the inner loop of BenchmarkAllocate
 
-# run prints a command, quoted for a shell, then runs it.
-run() {
-	local a line='$'
-	for a in "$@"; do
-		if [[ "${a}" =~ ^[A-Za-z0-9_./=:,+-]+$ ]]; then
-			line+=" ${a}"
-		else
-			line+=" '${a//\'/\'\\\'\'}'"
-		fi
-	done
-	echo "${line}"
-	"$@"
-}
+# run: prints a command, then runs it.
+source hack/lib.sh
 
 echo "== (1) allocator micro-benchmark ($(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
 out="$(mktemp)"

@@ -41,19 +41,8 @@ if [[ "$(id -u)" != 0 ]]; then
 	exit 1
 fi
 
-# run prints a command, quoted for a shell, then runs it.
-run() {
-	local a line='$'
-	for a in "$@"; do
-		if [[ "${a}" =~ ^[A-Za-z0-9_./=:,+-]+$ ]]; then
-			line+=" ${a}"
-		else
-			line+=" '${a//\'/\'\\\'\'}'"
-		fi
-	done
-	echo "${line}"
-	"$@"
-}
+# run: prints a command, then runs it.
+source hack/lib.sh
 
 echo "== (0) placement of the members election"
 run "${GO}" test -run '^$' -bench PlacementQuality ./cells/l2/elector/
