@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -87,17 +86,9 @@ func newNode(name, agentBin, dbgBin string) (*node, error) {
 // agent at socket (the agent's own, or something in between), with its
 // cache in the named directory of the node.
 func (n *node) runtime(socket, cache string) (*cnitest.Runtime, error) {
-	conf, err := cnitest.BridgeNetwork{Bridge: "cni0", IsGateway: false, IPAM: map[string]any{"socket": socket, "stateDir": n.stateDir}}.Conflist()
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Join(n.dir, cache), 0o755); err != nil {
-		return nil, err
-	}
-	return cnitest.NewRuntime(cnitest.RuntimeOptions{
-		Conflist: conf, NodeNetns: filepath.Join(cnitest.NetnsDir, lan.Host(n.name).Netns),
-		PluginDirs: []string{cnitest.PluginsDir(), filepath.Dir(ipamBin)}, CacheDir: filepath.Join(n.dir, cache),
-	})
+	return cnitest.NodeNetwork{
+		Netns: lan.Host(n.name).Netns, IPAMBin: ipamBin, Socket: socket, StateDir: n.stateDir, CacheDir: filepath.Join(n.dir, cache),
+	}.Runtime()
 }
 
 // waitReady waits until the node's network answers the runtime's STATUS:

@@ -174,18 +174,10 @@ func (l *lab) startNodeWith(name string, bins binaries, extra ...string) (*node,
 		return nil, err
 	}
 	l.agents = append(l.agents, n.agent)
-	conf, err := cnitest.BridgeNetwork{Bridge: "cni0", IsGateway: false, IPAM: map[string]any{"socket": n.socket, "stateDir": n.stateDir}}.Conflist()
-	if err != nil {
-		return nil, err
-	}
-	cache := filepath.Join(n.dir, "cni-cache")
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return nil, err
-	}
-	n.rt, err = cnitest.NewRuntime(cnitest.RuntimeOptions{
-		Conflist: conf, NodeNetns: filepath.Join(cnitest.NetnsDir, h.Netns),
-		PluginDirs: []string{cnitest.PluginsDir(), filepath.Dir(bins.ipam)}, CacheDir: cache,
-	})
+	var err error
+	n.rt, err = cnitest.NodeNetwork{
+		Netns: h.Netns, IPAMBin: bins.ipam, Socket: n.socket, StateDir: n.stateDir, CacheDir: filepath.Join(n.dir, "cni-cache"),
+	}.Runtime()
 	return n, err
 }
 
