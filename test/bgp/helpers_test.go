@@ -231,6 +231,22 @@ func waitKernelECMP(t *testing.T, p netip.Prefix, ns ...*node) {
 	})
 }
 
+// agents returns the nodes' agents.
+func agents() []*agentproc.Agent {
+	var out []*agentproc.Agent
+	for _, n := range nodes {
+		out = append(out, n.Agent)
+	}
+	return out
+}
+
+// restartAgentsWith restarts every node's agent with the extra flags for
+// the rest of the test, and as the suite runs them when it ends.
+func restartAgentsWith(t *testing.T, flags ...string) {
+	t.Helper()
+	agentproc.RestartWith(t, agents(), func(t testing.TB) { ensureAgents(t) }, flags...)
+}
+
 // ensureAgents restarts an agent a failed test left dead.
 func ensureAgents(t testing.TB) {
 	t.Helper()

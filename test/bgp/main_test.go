@@ -183,11 +183,7 @@ func setup(env *suite.Env) error {
 		return err
 	}
 
-	var agents []*agentproc.Agent
-	for _, n := range nodes {
-		agents = append(agents, n.Agent)
-	}
-	if err := env.StartAgents(agents...); err != nil {
+	if err := env.StartAgents(agents()...); err != nil {
 		return err
 	}
 	// Every session up before the tests start.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/heraldlb/herald/test/agentproc"
 	"github.com/heraldlb/herald/test/suite"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -17,11 +16,7 @@ import (
 func withdrawingAgents(t *testing.T) {
 	t.Helper()
 	ensureAgents(t)
-	var agents []*agentproc.Agent
-	for _, n := range nodes {
-		agents = append(agents, n.Agent)
-	}
-	agentproc.RestartWith(t, agents, func(t testing.TB) { ensureAgents(t) }, "--enable-no-service-endpoints-routable=false")
+	restartAgentsWith(t, "--enable-no-service-endpoints-routable=false")
 }
 
 // waitNotAdvertisedEvents waits until the Service's BGPNotAdvertised

@@ -8,7 +8,6 @@ import (
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/tables"
-	"github.com/heraldlb/herald/test/agentproc"
 )
 
 // enable-bgp-control-plane-status-report=false, as in Cilium: the agents
@@ -22,11 +21,7 @@ func TestStatusReportOff(t *testing.T) {
 	}
 	waitClusterConfigCondition(t, clusterConfigName, v2alpha1.BGPClusterConfigConditionNoMatchingNode, metav1.ConditionFalse,
 		"NoMatchingNode", "No node matches spec.nodeSelector")
-	var agents []*agentproc.Agent
-	for _, n := range nodes {
-		agents = append(agents, n.Agent)
-	}
-	agentproc.RestartWith(t, agents, func(t testing.TB) { ensureAgents(t) }, "--enable-bgp-control-plane-status-report=false")
+	restartAgentsWith(t, "--enable-bgp-control-plane-status-report=false")
 
 	c := herald.CiliumV2alpha1()
 	for _, n := range nodes {
