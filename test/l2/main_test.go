@@ -179,11 +179,7 @@ func setup(env *suite.Env) error {
 	}
 	atTeardown(client6.Close)
 
-	var agents []*agentproc.Agent
-	for _, n := range nodes {
-		agents = append(agents, n.Agent)
-	}
-	if err := env.StartAgents(agents...); err != nil {
+	if err := env.StartAgents(agents()...); err != nil {
 		return err
 	}
 	for _, n := range nodes {

@@ -20,11 +20,7 @@ import (
 func withdrawingAgents(t *testing.T) {
 	t.Helper()
 	ensureAgents(t)
-	var agents []*agentproc.Agent
-	for _, n := range nodes {
-		agents = append(agents, n.Agent)
-	}
-	agentproc.RestartWith(t, agents, func(t testing.TB) { ensureAgents(t) }, "--enable-no-service-endpoints-routable=false")
+	agentproc.RestartWith(t, agents(), func(t testing.TB) { ensureAgents(t) }, "--enable-no-service-endpoints-routable=false")
 }
 
 // setTerminating marks every endpoint of the Service's EndpointSlice
