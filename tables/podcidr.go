@@ -132,7 +132,16 @@ const (
 	ShortfallConflict  ShortfallCause = "conflict"  // the pool overlaps an older one
 	ShortfallDeleting  ShortfallCause = "deleting"  // the pool is being deleted
 	ShortfallMaskSize  ShortfallCause = "maskSize"  // its node CIDRs hold no pod (PodCIDRMaskSizeProblem)
+	ShortfallTooLarge  ShortfallCause = "tooLarge"  // the demand takes more CIDRs than a node may hold (MaxNodePoolCIDRs)
 )
+
+// MaxNodePoolCIDRs is how many CIDRs of one pool and family the allocator
+// lets a node hold. A node's agent never comes near it (a bridge holds 1024
+// ports; with the longest IPv4 maskSize served, /30, it is 1024 pods); a
+// requested count edited by hand, or written by a broken tool, would
+// otherwise hand one node a whole pool, make its CiliumNode too large to
+// store, or, in an IPv6 pool of 2^80 CIDRs, never end.
+const MaxNodePoolCIDRs = 1024
 
 // PodCIDRShortfall is one pool and family the allocator could not fill for
 // a node. The allocator writes it into the CiliumNode's
@@ -162,11 +171,13 @@ const (
 	shortfallDeletingDetail = "the pool is being deleted"
 	shortfallConflictDetail = "the pool conflicts with another one"
 	shortfallMaskSizeDetail = "its maskSize "
+	shortfallTooLargeDetail = "the demand takes "
 )
 
 // NewPodCIDRShortfall builds a shortfall. detail is, for exhaustion, the
 // whole reason; for a conflict, the conflict's message; for a maskSize,
-// PodCIDRMaskSizeProblem's; a deletion needs none.
+// PodCIDRMaskSizeProblem's; for a demand too large, how many CIDRs it
+// takes; a deletion needs none.
 func NewPodCIDRShortfall(pool string, f Family, cause ShortfallCause, detail string, requested, available uint64) PodCIDRShortfall {
 	s := PodCIDRShortfall{Pool: pool, Family: f, Cause: cause, Detail: detail, Requested: requested, Available: available}
 	switch cause {
@@ -176,6 +187,8 @@ func NewPodCIDRShortfall(pool string, f Family, cause ShortfallCause, detail str
 		s.Detail = shortfallConflictDetail + " (" + detail + ")"
 	case ShortfallMaskSize:
 		s.Detail = shortfallMaskSizeDetail + detail
+	case ShortfallTooLarge:
+		s.Detail = shortfallTooLargeDetail + detail
 	}
 	return s
 }
@@ -208,6 +221,8 @@ func ParsePodCIDRShortfalls(operatorError string) []PodCIDRShortfall {
 			s.Cause = ShortfallConflict
 		case strings.HasPrefix(m[3], shortfallMaskSizeDetail):
 			s.Cause = ShortfallMaskSize
+		case strings.HasPrefix(m[3], shortfallTooLargeDetail):
+			s.Cause = ShortfallTooLarge
 		}
 		out = append(out, s)
 	}

@@ -81,3 +81,13 @@ func TestMaskSizeShortfallReadBack(t *testing.T) {
 		t.Fatalf("read back %+v, want %+v", got, sf)
 	}
 }
+
+// TestTooLargeShortfallReadBack: a demand refused for its size reaches the
+// node's agent as such, not as an exhausted pool.
+func TestTooLargeShortfallReadBack(t *testing.T) {
+	sf := NewPodCIDRShortfall("default", IPv4, ShortfallTooLarge, "3953 /24 CIDRs, more than the 1024 a node may hold of one pool and family", 1000000, 253)
+	got := ParsePodCIDRShortfalls(sf.String())
+	if len(got) != 1 || got[0] != sf {
+		t.Fatalf("read back %+v, want %+v", got, sf)
+	}
+}

@@ -32,13 +32,18 @@ func (e *Engine) fill(n *nodeState, dem tables.PoolDemand) (errs []string) {
 		// Only CIDRs still in the pool count: a removed one drains (its
 		// node hands out nothing more from it), so the node needs room
 		// elsewhere.
-		have := uint64(0)
+		have, count := uint64(0), 0
 		for _, c := range n.holdingsOf(dem.Pool, f) {
 			if inPool(p.row.Family(f), c) {
 				have += tables.PodCIDRUsable(c, usableLimit)
+				count++
 			}
 		}
 		maskProblem := tables.PodCIDRMaskSizeProblem(f, p.row.Family(f).MaskSize)
+		tooLarge := ""
+		if maskProblem == "" {
+			tooLarge = demandTooLarge(f, p.row.Family(f).MaskSize, uint64(need), have, count)
+		}
 		for have < uint64(need) {
 			var (
 				cause  tables.ShortfallCause
@@ -53,6 +58,8 @@ func (e *Engine) fill(n *nodeState, dem tables.PoolDemand) (errs []string) {
 				cause, detail = tables.ShortfallConflict, p.conflict
 			case maskProblem != "":
 				cause, detail = tables.ShortfallMaskSize, maskProblem
+			case tooLarge != "":
+				cause, detail = tables.ShortfallTooLarge, tooLarge
 			default:
 				if c, ok = e.nextFree(p, f); !ok {
 					cause = tables.ShortfallExhausted
@@ -76,6 +83,31 @@ func (e *Engine) fill(n *nodeState, dem tables.PoolDemand) (errs []string) {
 		}
 	}
 	return errs
+}
+
+// demandTooLarge says why covering need takes the node more CIDRs of the
+// pool's family than tables.MaxNodePoolCIDRs ("" when it does not): such a
+// demand is refused whole rather than served in part, since a count that
+// large was not written by a node's agent, and serving it would hand
+// one node the free part of the pool.
+func demandTooLarge(f tables.Family, mask int, need, have uint64, count int) string {
+	if have >= need {
+		return ""
+	}
+	zero := netip.IPv4Unspecified()
+	if f == tables.IPv6 {
+		zero = netip.IPv6Unspecified()
+	}
+	per := tables.PodCIDRUsable(netip.PrefixFrom(zero, mask), usableLimit)
+	if per == 0 {
+		return "" // the maskSize check answers
+	}
+	// need < 2^63 and per <= 2^40: no overflow.
+	total := uint64(count) + (need-have+per-1)/per
+	if total <= tables.MaxNodePoolCIDRs {
+		return ""
+	}
+	return fmt.Sprintf("%d /%d CIDRs, more than the %d a node may hold of one pool and family", total, mask, tables.MaxNodePoolCIDRs)
 }
 
 // nextFree returns the first CIDR of the pool's mask size, in the order of

@@ -19,6 +19,9 @@ func TestRefusal(t *testing.T) {
 		{tables.ShortfallConflict, ipamv1.CodePoolConflict, "IPPoolConflict"},
 		{tables.ShortfallDeleting, ipamv1.CodePoolDeleting, "IPPoolDeleting"},
 		{tables.ShortfallMaskSize, 105, "IPPoolMaskSizeUnusable"},
+		// A demand larger than a node may hold of a pool: the node gets
+		// no more of it, as if it were exhausted.
+		{tables.ShortfallTooLarge, ipamv1.CodePoolExhausted, "IPPoolExhausted"},
 	} {
 		if code, reason := refusal(tt.cause); code != tt.code || reason != tt.reason {
 			t.Errorf("%s: code %d, Event %s; want %d, %s", tt.cause, code, reason, tt.code, tt.reason)
