@@ -115,3 +115,15 @@ func TestAbsurdRequestedByHand(t *testing.T) {
 		return true, ""
 	})
 }
+
+// TestPreAllocationBeyondBound: an agent whose ipam-multi-pool-pre-allocation
+// asks for more than a node may hold gets nothing of the pool, and its
+// STATUS says what it waits for and the allocator's reason.
+func TestPreAllocationBeyondBound(t *testing.T) {
+	logAgentsOnFailure(t)
+	n := startExtraNode(t, []string{"--ipam-multi-pool-pre-allocation=default=1000000"}, nil)
+	waitNotReady(t, n, `(ipam-multi-pool-pre-allocation default=1000000): unable to allocate IPv4 CIDRs from pool "default": the demand takes 3953 /24 CIDRs, more than the 1024 a node may hold of one pool and family`)
+	if got := allocatedCIDRs(t, extraNode); len(got) != 0 {
+		t.Fatalf("CiliumNode %s was given %v", extraNode, got)
+	}
+}
