@@ -84,6 +84,8 @@ type state struct {
 	SchedPort int               `json:"schedPort"`
 	Sysctls   map[string]string `json:"sysctls"` // host values before the kubelets changed them
 	HA        bool              `json:"ha,omitempty"`
+	// HostDirs are the mount points Up created on the host (hostdirs.go).
+	HostDirs []string `json:"hostDirs,omitempty"`
 	// ColdStart is what an HA cluster's start measured.
 	ColdStart *ColdStart `json:"coldStart,omitempty"`
 }

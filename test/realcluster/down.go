@@ -68,6 +68,9 @@ func Down(dir string) error {
 			errs = append(errs, fmt.Errorf("umount %s: %w: %s", p.nsDir(), err, bytes.TrimSpace(out)))
 		}
 	}
+	if err := removeMountPoints(st.HostDirs); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) == 0 {
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, err)

@@ -51,9 +51,10 @@ type Node struct {
 	pki    pki.Dir
 }
 
-// nodePaths are the host paths a node has of its own.
+// nodePaths are the host paths a node has of its own. containerd writes
+// to /opt/containerd too (its opt plugin), even with nothing to install.
 var nodePaths = []string{
-	"/var/lib/kubelet", "/var/lib/containerd", "/run/containerd", "/etc/containerd",
+	"/var/lib/kubelet", "/var/lib/containerd", "/run/containerd", "/etc/containerd", "/opt/containerd",
 	"/etc/cni/net.d", "/opt/cni/bin", "/var/lib/cni", "/run/netns",
 	"/var/log/pods", "/var/log/containers", "/etc/kubernetes",
 	"/run/herald", "/var/lib/herald", "/etc/herald",
@@ -83,11 +84,8 @@ func (n *Node) HostPath(p string) string {
 // mounts made inside stay inside) and makes its paths its own.
 func (n *Node) setupMounts(nsDir string) error {
 	for _, p := range nodePaths {
+		// The mount point on the host is recordHost's (hostdirs.go).
 		if err := os.MkdirAll(n.root(p), 0o755); err != nil {
-			return err
-		}
-		// The mount point must exist on the host too.
-		if err := os.MkdirAll(p, 0o755); err != nil {
 			return err
 		}
 	}

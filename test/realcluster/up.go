@@ -115,7 +115,8 @@ func (c *Cluster) wireLAN(lan *netlab.LAN) error {
 }
 
 // recordHost saves what Down needs: the host's sysctls before the
-// kubelets change them, and the ports chosen for the control plane.
+// kubelets change them, the mount points it creates for the nodes' own
+// paths, and the ports chosen for the control plane.
 func (c *Cluster) recordHost() error {
 	c.state.Sysctls = map[string]string{}
 	for _, s := range kubeletSysctls {
@@ -124,6 +125,9 @@ func (c *Cluster) recordHost() error {
 		}
 	}
 	var err error
+	if c.state.HostDirs, err = makeMountPoints(nodePaths); err != nil {
+		return errors.Join(err, c.saveState())
+	}
 	if c.state.EtcdPort, err = freePorts(2); err != nil {
 		return err
 	}
