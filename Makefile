@@ -53,7 +53,7 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 test-unit:
-	$(GO) test -race ./cells/... ./tables/... ./daemon/... ./api/... ./cmd/... ./hack/...
+	$(GO) test -race ./cells/... ./tables/... ./daemon/... ./api/... ./cmd/... ./hack/... ./install/...
 
 ## fuzz: run every fuzz target briefly (the seed corpus also runs in test-unit).
 FUZZTIME ?= 200000x

@@ -40,7 +40,8 @@ source install/dev/demo-lib.sh
 export MUST_TIMEOUT=20
 kubectl() { "$kubectl_bin" "$@"; }
 helm() { "$helm_bin" "$@"; }
-client() { ip netns exec hrc-client "$@"; }
+# The client on the LAN; run and must show its commands as they are typed.
+client=(ip netns exec hrc-client)
 # backend NS prints the Deployment of three httpecho pods (app: web) in NS,
 # as a YAML document to append to others (NS must come before it).
 backend() {
@@ -119,28 +120,29 @@ run kubectl -n demo rollout status deploy/web --timeout=120s
 must kubectl -n demo wait --for=jsonpath='{.status.loadBalancer.ingress}' svc/web --timeout=20s
 vip=$(kubectl -n demo get svc web -o jsonpath='{.status.loadBalancer.ingress[0].ip}')
 run kubectl -n demo get svc web
-for _ in 1 2 3; do must client curl -sS --max-time 2 "http://$vip/"; done
+for _ in 1 2 3; do must "${client[@]}" curl -sS --max-time 2 "http://$vip/"; done
 run kubectl -n kube-system exec ds/herald -c agent -- herald-dbg statedb l2-owners
-must client arping -c 1 -w 2 -I eth0 "$vip"
+must "${client[@]}" arping -c 1 -w 2 -I eth0 "$vip"
 owner=$(kubectl get lease -n kube-system cilium-l2announce-demo-web -o jsonpath='{.spec.holderIdentity}')
 pod=$(kubectl -n kube-system get pods -l app.kubernetes.io/name=herald --field-selector "spec.nodeName=$owner" -o name)
 echo "$owner answers for $vip; deleting its agent Pod"
 run kubectl -n kube-system delete "$pod" --wait=false
-must client curl -sS --max-time 2 "http://$vip/"
-must client arping -c 1 -w 2 -I eth0 "$vip"
+must "${client[@]}" curl -sS --max-time 2 "http://$vip/"
+must "${client[@]}" arping -c 1 -w 2 -I eth0 "$vip"
 run kubectl get lease -n kube-system cilium-l2announce-demo-web -o jsonpath='{.spec.holderIdentity}{" now answers\n"}'
 
 step "BGP: an FRR router (198.18.16.254, AS 65000) peers with the three nodes over IPv4; a dual-stack Service from a pool off the LAN is routed through it"
 # The router runs as long as this process (test/realcluster/bgp.go); make demo-down stops it.
 "$dir-bin/herald-realcluster" router "$dir" >"$dir/router.log" 2>&1 &
 frr_dir=$(realpath -m "$dir/frr")
-vtysh_router() { vtysh --vty_socket "$frr_dir" --config_dir "$frr_dir" "$@"; }
-router() { ip netns exec hrc-router "$@"; }
-sessions_up() { [[ $(vtysh_router -c 'show bgp ipv4 unicast summary json' | grep -Eo '"state": ?"Established"' | wc -l) == 3 ]]; }
-ecmp_route() { [[ $(router ip "$@" | grep -c nexthop) == 3 ]]; }
+vtysh_router=(vtysh --vty_socket "$frr_dir" --config_dir "$frr_dir")
+router=(ip netns exec hrc-router)
+router_up() { "${vtysh_router[@]}" -c 'show version' >/dev/null; }
+sessions_up() { [[ $("${vtysh_router[@]}" -c 'show bgp ipv4 unicast summary json' | grep -Eo '"state": ?"Established"' | wc -l) == 3 ]]; }
+ecmp_route() { [[ $("${router[@]}" ip "$@" | grep -c nexthop) == 3 ]]; }
 # Each node's CiliumBGPNodeConfig status says so too (written at most every 2 s).
 nodes_established() { [[ $(kubectl get ciliumbgpnodeconfigs -o jsonpath='{range .items[*]}{.status.bgpInstances[0].peers[0].peeringState}{"\n"}{end}' | grep -cx established) == 3 ]]; }
-must vtysh_router -c 'show version'
+until_ok "the router's FRR answers vtysh" router_up
 "$dir-bin/herald-realcluster" bgp-fixtures "$dir" >"$dir/bgp.yaml"
 run cat "$dir/bgp.yaml"
 run kubectl apply -f "$dir/bgp.yaml"
@@ -169,22 +171,22 @@ bgp_vip=$(kubectl -n routed get svc web -o jsonpath='{.status.loadBalancer.ingre
 bgp_vip6=$(kubectl -n routed get svc web -o jsonpath='{.status.loadBalancer.ingress[*].ip}' | tr ' ' '\n' | grep : | head -1)
 run kubectl -n routed get svc web
 echo "every node's session is established (PfxRcd: the routes each node sends):"
-must sessions_up
-run vtysh_router -c 'show bgp ipv4 unicast summary'
+until_ok "three sessions Established" sessions_up
+run "${vtysh_router[@]}" -c 'show bgp ipv4 unicast summary'
 echo "the router's BGP table and zebra's route to $bgp_vip: one next hop per node (ECMP):"
-must ecmp_route route show "$bgp_vip"
-run vtysh_router -c "show bgp ipv4 unicast $bgp_vip/32"
-run vtysh_router -c "show ip route $bgp_vip/32"
+until_ok "three next hops to $bgp_vip in the router's kernel" ecmp_route route show "$bgp_vip"
+run "${vtysh_router[@]}" -c "show bgp ipv4 unicast $bgp_vip/32"
+run "${vtysh_router[@]}" -c "show ip route $bgp_vip/32"
 echo "and in the router namespace's kernel table:"
-run router ip route show "$bgp_vip"
+run "${router[@]}" ip route show "$bgp_vip"
 echo "curl from the router: its ECMP hash picks a node per flow, that node's kube-proxy a pod"
-for _ in 1 2 3; do must router curl -sS --max-time 2 "http://$bgp_vip/"; done
+for _ in 1 2 3; do must "${router[@]}" curl -sS --max-time 2 "http://$bgp_vip/"; done
 echo "IPv6 over the same IPv4 sessions: each node names its IPv6 address on the LAN as next hop of $bgp_vip6"
-must ecmp_route -6 route show "$bgp_vip6"
-run vtysh_router -c "show bgp ipv6 unicast $bgp_vip6/128"
-run router ip -6 route show "$bgp_vip6"
-for _ in 1 2 3; do must router curl -sS --max-time 2 "http://[$bgp_vip6]/"; done
-must nodes_established
+until_ok "three next hops to $bgp_vip6 in the router's kernel" ecmp_route -6 route show "$bgp_vip6"
+run "${vtysh_router[@]}" -c "show bgp ipv6 unicast $bgp_vip6/128"
+run "${router[@]}" ip -6 route show "$bgp_vip6"
+for _ in 1 2 3; do must "${router[@]}" curl -sS --max-time 2 "http://[$bgp_vip6]/"; done
+until_ok "every CiliumBGPNodeConfig says established" nodes_established
 run kubectl get ciliumbgpnodeconfigs -o custom-columns='NODE:.metadata.name,PEER:.status.bgpInstances[0].peers[0].peerAddress,STATE:.status.bgpInstances[0].peers[0].peeringState,ROUTES OUT:.status.bgpInstances[0].peers[0].routeCount[*].advertised'
 
 step "Multi-pool IPAM: pods of a namespace annotated with a pool get its addresses from the kubelet's CNI call"
@@ -230,4 +232,8 @@ echo "from ${from} to the other pod over IPv6 ([${to_ip}]):"
 must kubectl -n green exec "$from" -- httpecho -get "http://[$to_ip]:8080/"
 run kubectl -n kube-system exec ds/herald -c agent -- herald-dbg ipam check
 
-step "Left running: export KUBECONFIG=$KUBECONFIG (kubectl: $kubectl_bin, helm: $helm_bin); make demo-down removes it"
+step "Left running for you to explore from this shell (make demo-down removes it):"
+printf 'export KUBECONFIG=%s\n' "$(quoted "$KUBECONFIG")"
+printf 'alias kubectl=%s helm=%s\n' "$(quoted "$kubectl_bin")" "$(quoted "$helm_bin")"
+printf '# the client and the router: %s ...; %s ...\n' "$(quoted "${client[@]}")" "$(quoted "${router[@]}")"
+printf "# the router's FRR: %s -c 'show bgp summary'\n" "$(quoted "${vtysh_router[@]}")"
