@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make demo: Herald on a local control plane, on a small L2 network of
+# make demo-netns: Herald on a local control plane, on a small L2 network of
 # network namespaces (install/dev/demo-net.sh): two "nodes" each running
 # herald-agent, and a client.
 #
@@ -31,6 +31,11 @@ export HERALD_APISERVER_PORT=${HERALD_APISERVER_PORT:-16443}
 export HERALD_ETCD_PORT=${HERALD_ETCD_PORT:-12379}
 # shellcheck source=demo-lib.sh
 source install/dev/demo-lib.sh
+# shellcheck source=kube-versions.sh
+source install/dev/kube-versions.sh
+# The kubectl make tools built, not whichever one PATH has (if any).
+kubectl_bin=${HERALD_CACHE:-$HOME/.cache/herald}/kubectl-$KUBE_VERSION
+kubectl() { "$kubectl_bin" "$@"; }
 
 install/dev/demo-down.sh >/dev/null 2>&1 || true
 
@@ -202,7 +207,7 @@ for p in web-1 web-2; do
 	echo $! >"$dir/httpecho-$p.pid"
 	disown
 done
-kube_proxy=${HERALD_CACHE:-$HOME/.cache/herald}/kube-proxy-$(source install/dev/kube-versions.sh && echo "$KUBE_VERSION")
+kube_proxy=${HERALD_CACHE:-$HOME/.cache/herald}/kube-proxy-$KUBE_VERSION
 i=11
 for n in node1 node2; do
 	# Conntrack sysctls are the host's (or the namespace's): left alone.
@@ -259,7 +264,9 @@ start_agent "$holder"
 if [[ ${DEMO_KEEP:-1} == 0 ]]; then
 	install/dev/demo-down.sh
 else
-	printf '\nEverything keeps running: export KUBECONFIG=%s\n' "$KUBECONFIG"
+	printf '\nEverything keeps running; to explore it from this shell:\n'
+	printf 'export KUBECONFIG=%s\n' "$(quoted "$KUBECONFIG")"
+	printf 'alias kubectl=%s\n' "$(quoted "$kubectl_bin")"
 	printf 'herald-dbg of a node: _output/bin/herald-dbg --socket %s/herald-node1.sock statedb l2-announce\n' "$dir"
 	printf 'Stop it all with: make demo-down\n'
 fi
