@@ -37,6 +37,7 @@ helm_bin="$cache/helm-$(sed -n 's/^require helm.sh\/helm\/v3 //p' install/dev/to
 
 # shellcheck source=demo-lib.sh
 source install/dev/demo-lib.sh
+close_inherited_fds
 export MUST_TIMEOUT=20
 kubectl() { "$kubectl_bin" "$@"; }
 helm() { "$helm_bin" "$@"; }

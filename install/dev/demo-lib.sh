@@ -8,6 +8,9 @@
 #                      saying which command, with the output of its last try.
 #   until_ok TEXT CMD...  as must, for a check of the demo's own (a shell
 #                      function): shows "# TEXT", not the command.
+#   close_inherited_fds   closes what the demo inherited besides stdin,
+#                      stdout and stderr, before it starts what it leaves
+#                      running.
 #
 # A shown command is quoted as a shell needs it, so that it can be pasted:
 # run and must take real commands, never the demo's shell functions.
@@ -49,4 +52,22 @@ retry() {
 	done
 	[[ -z $out ]] || printf '%s\n' "$out"
 	((tries == 1)) || printf '(succeeded on try %d)\n' "$tries"
+}
+
+# close_inherited_fds: what a demo leaves running (agents, the BGP router)
+# must not hold its caller's descriptors: run as `flock LOCK make demo`,
+# they held the lock until make demo-down, and `flock LOCK make demo-down`
+# waited for it forever. Inherited means not close-on-exec; bash's own
+# descriptors (the script it reads) are close-on-exec.
+close_inherited_fds() {
+	local fd flags
+	for fd in /proc/$$/fd/*; do
+		fd=${fd##*/}
+		((fd > 2)) || continue
+		flags=$(sed -n 's/^flags:[[:space:]]*//p' "/proc/$$/fdinfo/$fd" 2>/dev/null) || continue
+		[[ -n $flags ]] || continue
+		if (((8#$flags & 8#2000000) == 0)); then
+			eval "exec $fd>&-"
+		fi
+	done
 }

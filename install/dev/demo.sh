@@ -31,6 +31,7 @@ export HERALD_APISERVER_PORT=${HERALD_APISERVER_PORT:-16443}
 export HERALD_ETCD_PORT=${HERALD_ETCD_PORT:-12379}
 # shellcheck source=demo-lib.sh
 source install/dev/demo-lib.sh
+close_inherited_fds
 # shellcheck source=kube-versions.sh
 source install/dev/kube-versions.sh
 # The kubectl make tools built, not whichever one PATH has (if any).

@@ -1,7 +1,9 @@
 package dev_test
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -99,5 +101,32 @@ func TestUntilOKShowsItsTextNotTheShellFunction(t *testing.T) {
 	out, err = demoLib(t, `until_ok "three sessions Established" false`, "MUST_TIMEOUT=1")
 	if err == nil || !strings.Contains(out, `demo FAILED: "three sessions Established"`) {
 		t.Errorf("a check that never passes: err %v, output\n%s", err, out)
+	}
+}
+
+func TestCloseInheritedFDs(t *testing.T) {
+	// The demo inherits a lock (flock's) as descriptor 3; what it starts
+	// in the background must not hold it, and the script goes on.
+	lock, err := os.Create(filepath.Join(t.TempDir(), "lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	cmd := exec.Command("bash", "-c", `set -euo pipefail; source ./demo-lib.sh
+[[ -e /proc/$$/fd/3 ]] || { echo "no descriptor 3 to begin with"; exit 1; }
+close_inherited_fds
+sleep 0.5 &
+readlink /proc/$!/fd/* || true
+echo went on`)
+	cmd.ExtraFiles = []*os.File{lock}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if strings.Contains(string(out), lock.Name()) {
+		t.Errorf("the background process holds the inherited %s:\n%s", lock.Name(), out)
+	}
+	if !strings.HasSuffix(string(out), "went on\n") {
+		t.Errorf("the script did not go on after close_inherited_fds:\n%s", out)
 	}
 }

@@ -68,6 +68,7 @@ func (d daemon) start() error {
 		// starts (containerd's shims) is in it too, and can be found there.
 		argv = append([]string{"sh", "-c", cgroups.JoinScript(d.cgroup) + `exec "$@"`, "sh"}, argv...)
 	}
+	closeInheritedOnExec()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
