@@ -100,6 +100,10 @@ apiVersion: cilium.io/v2alpha1
 kind: CiliumL2AnnouncementPolicy
 metadata: {name: lan}
 spec:
+  # The Services of the LAN's pool only: the sample ones have no endpoints,
+  # and the BGP part's Service is reached through the router.
+  serviceSelector:
+    matchLabels: {io.kubernetes.service.namespace: demo}
   loadBalancerIPs: true
   interfaces: [eth0]
 ---
