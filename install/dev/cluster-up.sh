@@ -21,6 +21,12 @@ set -euo pipefail
 
 # shellcheck source=kube-versions.sh
 source "$(dirname "${BASH_SOURCE[0]}")/kube-versions.sh"
+# shellcheck source=demo-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/demo-lib.sh"
+# etcd and kube-apiserver outlive this script: they must not keep its
+# caller's descriptors (`flock LOCK make cluster-up` would hold the lock
+# until make cluster-down).
+close_inherited_fds
 
 usage() { echo "usage: $0 DIR" >&2; exit 2; }
 [[ $# -eq 1 && -n "$1" ]] || usage

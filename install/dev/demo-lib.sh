@@ -1,4 +1,4 @@
-# Shared by the demos (demo.sh, demo-cluster.sh); sourced, not run.
+# Shared by the demos (demo.sh, demo-cluster.sh) and cluster-up.sh; sourced, not run.
 #
 #   step TEXT          a heading
 #   run CMD...         show the command, run it
