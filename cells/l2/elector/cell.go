@@ -53,15 +53,21 @@ var Cell = cell.Module(
 // renews it at once: a second agent process on the node could not act on
 // it alongside, as it cannot bind the member port the first one holds,
 // and its elector waits for the member protocol (l2-members initialized).
+// The options are checked first: the election cell runs before the
+// elector's own check, and would report a renew deadline derived from them
+// (possibly negative) under the Lease's name instead of the options.
 func nodeLeaseElection(agent agentconfig.Config, l2 l2config.Config, l l2config.L2Leases) (out struct {
 	cell.Out
 	Elections []tables.Election `group:"elections,flatten"`
-}) {
+}, err error) {
 	if l2.Runs(l2config.ElectionMembers) {
+		if err := l.Validate(); err != nil {
+			return out, err
+		}
 		out.Elections = []tables.Election{{Lease: tables.L2NodeLeasePrefix + agent.Node(), Timings: l.Timings(), Identity: agent.Node(),
 			OwnerNode: agent.Node()}}
 	}
-	return out
+	return out, nil
 }
 
 // reflections asks the ground floor for the Kubernetes objects this cell

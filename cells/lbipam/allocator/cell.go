@@ -87,9 +87,14 @@ type electionOut struct {
 	Election tables.Election `group:"elections"`
 }
 
-// election asks the election cell to campaign for the LB IPAM Lease.
-func election(c Config) electionOut {
-	return electionOut{Election: tables.Election{Lease: tables.LBIPAMLease, Timings: c.timings()}}
+// election asks the election cell to campaign for the LB IPAM Lease. It
+// checks the options first: the election cell runs before the allocator's
+// own check, and its error would name the Lease, not the options to fix.
+func election(c Config) (electionOut, error) {
+	if err := c.validate(); err != nil {
+		return electionOut{}, err
+	}
+	return electionOut{Election: tables.Election{Lease: tables.LBIPAMLease, Timings: c.timings()}}, nil
 }
 
 // Cell is LB IPAM.

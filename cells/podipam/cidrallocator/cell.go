@@ -76,12 +76,17 @@ type electionOut struct {
 	Elections []tables.Election `group:"elections,flatten"`
 }
 
-// election campaigns for herald-pod-ipam, with multi-pool IPAM only.
-func election(c Config, agent agentconfig.Config) electionOut {
+// election campaigns for herald-pod-ipam, with multi-pool IPAM only. It
+// checks the options first: the election cell runs before the allocator's
+// own check, and its error would name the Lease, not the options to fix.
+func election(c Config, agent agentconfig.Config) (electionOut, error) {
 	if !agent.MultiPool() {
-		return electionOut{}
+		return electionOut{}, nil
 	}
-	return electionOut{Elections: []tables.Election{{Lease: tables.PodIPAMLease, Timings: c.timings()}}}
+	if err := c.validate(); err != nil {
+		return electionOut{}, err
+	}
+	return electionOut{Elections: []tables.Election{{Lease: tables.PodIPAMLease, Timings: c.timings()}}}, nil
 }
 
 var Cell = cell.Module(
