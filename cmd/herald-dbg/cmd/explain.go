@@ -123,17 +123,25 @@ func explainAnnouncement(cmd *cobra.Command, key string, cfg map[string]string) 
 	if askLeaseHolder(members, grouped, found) {
 		ns, lease := cfg["k8s-namespace"], leaseOf(key)
 		holder, err := leaseHolder(cmd.Context(), ns, lease)
-		switch {
-		case err != nil:
-			fmt.Printf("  Announcement: not by this node (%s). The holder of the Lease names the node that does:\n", agentNode(cfg))
-			fmt.Printf("    kubectl -n %s get lease %s\n", ns, lease)
-		case holder == "":
-			fmt.Printf("  Announcement: nobody holds Lease %s/%s: no node is selected, or the Service shares its IP with another whose Lease decides.\n", ns, lease)
-		default:
-			fmt.Printf("  Announcement: by node %s (holder of Lease %s/%s); run herald-dbg there for the interface.\n", holder, ns, lease)
-		}
+		fmt.Print(holderLines(agentNode(cfg), ns, lease, holder, err))
 	}
 	return nil
+}
+
+// holderLines name the node that answers by the holder of the Service's
+// Lease. When the Lease cannot be read (the API server is down, say) they
+// say why, rather than send the user to a kubectl that fails the same way;
+// the holder may be this very node, silent until it renews the Lease.
+func holderLines(node, ns, lease, holder string, err error) string {
+	switch {
+	case err != nil:
+		return fmt.Sprintf("  Announcement: not by this node (%s) now. Lease %s/%s names the node that does, and cannot be read: %v\n"+
+			"    Once it can: kubectl -n %s get lease %s\n", node, ns, lease, err, ns, lease)
+	case holder == "":
+		return fmt.Sprintf("  Announcement: nobody holds Lease %s/%s: no node is selected, or the Service shares its IP with another whose Lease decides.\n", ns, lease)
+	default:
+		return fmt.Sprintf("  Announcement: by node %s (holder of Lease %s/%s); run herald-dbg there for the interface.\n", holder, ns, lease)
+	}
 }
 
 // askLeaseHolder reports whether explain names the node that answers by
