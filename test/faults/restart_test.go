@@ -25,8 +25,10 @@ import (
 // reach it. No agent's /healthz may say OK while its Services table misses
 // either change: OK means every watch is in sync again (issue: agents said
 // OK while their Service watch sat in client-go's backoff, and new
-// Services waited 13.9 s). The new Service gets an address. How long each
-// step took is logged, not checked.
+// Services waited 13.9 s). The new Service gets an address. Meanwhile
+// each agent says what troubleshooting.md tells users to look for (its
+// /healthz lines, its log lines), and /livez answers 200 throughout. How
+// long each step took is logged, not checked.
 func TestBackToWorkAfterAPIServerRestart(t *testing.T) {
 	logAgentsOnFailure(t)
 	ns := namespace(t, "restart")
@@ -42,6 +44,12 @@ func TestBackToWorkAfterAPIServerRestart(t *testing.T) {
 		waitHealthy(t, a)
 	}
 	apiAddr := apiServerAddr(t)
+	allocator := leader(t)
+	marks := map[string]agentproc.LogMark{}
+	for _, a := range agents {
+		marks[a.Name] = a.Mark()
+	}
+	live := watchLiveness(t, agents)
 
 	t.Logf("killing kube-apiserver for 20 s")
 	argv, err := testCluster.KillAPIServer()
@@ -57,6 +65,11 @@ func TestBackToWorkAfterAPIServerRestart(t *testing.T) {
 	down := time.Now()
 	for _, a := range agents {
 		waitDegraded(t, a)
+		if a == allocator {
+			waitHealthzMatches(t, a, refusedWatch, renewalsFail)
+		} else {
+			waitHealthzMatches(t, a, refusedWatch, campaignFails)
+		}
 	}
 	time.Sleep(time.Until(down.Add(20 * time.Second)))
 	if err := testCluster.StartAPIServer(argv); err != nil {
@@ -112,6 +125,11 @@ func TestBackToWorkAfterAPIServerRestart(t *testing.T) {
 	})
 	t.Logf("%s has an address %s after the API server was back", created, time.Since(back).Round(time.Millisecond))
 	wg.Wait()
+	live.check(t)
+	for _, a := range agents {
+		expectLogged(t, a, marks[a.Name], outageLogs...)
+	}
+	expectLogged(t, allocator, marks[allocator.Name], renewalLog)
 	waitAllHaveIPs(t, w, ns)
 	if vs := w.Violations(); len(vs) > 0 {
 		t.Fatalf("%d broken promises:\n%s", len(vs), lbwatch.Report(vs))
