@@ -22,6 +22,9 @@ type clientsOut struct {
 }
 
 func newClients(cfg Config) (clientsOut, error) {
+	if err := cfg.validateRate(); err != nil {
+		return clientsOut{}, err
+	}
 	restCfg, err := restConfig(cfg.Kubeconfig)
 	if err != nil {
 		return clientsOut{}, err
@@ -71,4 +74,18 @@ func protobuf(cfg *rest.Config) *rest.Config {
 	c.ContentType = runtime.ContentTypeProtobuf
 	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	return c
+}
+
+// validateRate refuses limits client-go would take silently in its own way
+// (a QPS of 0 is its default of 5, a negative one turns the limit off) or
+// refuse without naming the option (a burst below 1), as the chart's schema
+// does.
+func (cfg Config) validateRate() error {
+	if cfg.K8sClientQPS <= 0 {
+		return fmt.Errorf("k8s-client-qps %v: must be greater than 0", cfg.K8sClientQPS)
+	}
+	if cfg.K8sClientBurst < 1 {
+		return fmt.Errorf("k8s-client-burst %d: must be at least 1", cfg.K8sClientBurst)
+	}
+	return nil
 }

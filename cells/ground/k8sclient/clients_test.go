@@ -71,3 +71,22 @@ func TestClients(t *testing.T) {
 		t.Errorf("the shared REST config changed: QPS %v, content type %q", out.REST.QPS, out.REST.ContentType)
 	}
 }
+
+// A rate limit client-go would turn off (negative QPS), replace with its
+// default of 5 (QPS 0) or refuse without naming the option (burst 0) stops
+// the agent with an error that names it.
+func TestBadRateLimitNamesItsOption(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{K8sClientQPS: -5, K8sClientBurst: 200}, "k8s-client-qps -5: must be greater than 0"},
+		{Config{K8sClientQPS: 0, K8sClientBurst: 200}, "k8s-client-qps 0: must be greater than 0"},
+		{Config{K8sClientQPS: 100, K8sClientBurst: 0}, "k8s-client-burst 0: must be at least 1"},
+	} {
+		// Checked before the kubeconfig is read: none is needed.
+		if _, err := newClients(tc.cfg); err == nil || err.Error() != tc.want {
+			t.Errorf("%+v: %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+}
