@@ -27,7 +27,8 @@ import (
 // OK while their Service watch sat in client-go's backoff, and new
 // Services waited 13.9 s). The new Service gets an address. Meanwhile
 // each agent says what troubleshooting.md tells users to look for (its
-// /healthz lines, its log lines), and /livez answers 200 throughout. How
+// /healthz lines, its log lines, the allocator's lapsed term in herald-dbg),
+// and /livez answers 200 throughout. How
 // long each step took is logged, not checked.
 func TestBackToWorkAfterAPIServerRestart(t *testing.T) {
 	logAgentsOnFailure(t)
@@ -67,6 +68,7 @@ func TestBackToWorkAfterAPIServerRestart(t *testing.T) {
 		waitDegraded(t, a)
 		if a == allocator {
 			waitHealthzMatches(t, a, refusedWatch, renewalsFail)
+			expectLapsed(t, a)
 		} else {
 			waitHealthzMatches(t, a, refusedWatch, campaignFails)
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldlb/herald/tables"
 	"github.com/heraldlb/herald/test/agentproc"
 )
 
@@ -50,6 +51,28 @@ func waitHealthzMatches(t *testing.T, a *agentproc.Agent, res ...*regexp.Regexp)
 		}
 		return true, ""
 	})
+}
+
+// expectLapsed fails the test unless herald-dbg statedb leadership on the
+// allocator shows it leading with ValidUntil in the past, as
+// troubleshooting.md says it does while its renewals fail.
+func expectLapsed(t *testing.T, a *agentproc.Agent) {
+	t.Helper()
+	rows, err := agentproc.Table[*tables.Leadership](a, tables.LeadershipTableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range rows {
+		if l.Lease != tables.LBIPAMLease {
+			continue
+		}
+		if !l.Leading || !l.ValidUntil.Before(time.Now()) {
+			t.Errorf("%s: herald-dbg statedb leadership without the API server: leading %v, ValidUntil %s; want leading, ValidUntil in the past",
+				a.Name, l.Leading, l.ValidUntil.Format(time.RFC3339Nano))
+		}
+		return
+	}
+	t.Errorf("%s: herald-dbg statedb leadership has no row %s", a.Name, tables.LBIPAMLease)
 }
 
 // expectLogged fails the test unless the agent logged a line matching each
