@@ -48,6 +48,10 @@ func registerReconciler(p params) error {
 		client: p.Client, pools: p.Pools, events: p.Events, now: time.Now, log: p.Reconcile.Log,
 		fence: leader.Fence(p.Reconcile.DB, p.Leadership, tables.LBIPAMLease),
 	}
+	leader.RequeueOnResume(p.Reconcile.JobGroup, p.Reconcile.DB, p.Leadership, tables.LBIPAMLease, leader.StatusRows[*tables.LBPoolStatus]{
+		Name:  "pool-status",
+		Table: p.Status, Clone: (*tables.LBPoolStatus).Clone, Get: (*tables.LBPoolStatus).GetStatus, Set: (*tables.LBPoolStatus).SetStatus,
+	})
 	_, err := reconciler.Register(p.Reconcile, p.Status,
 		(*tables.LBPoolStatus).Clone,
 		(*tables.LBPoolStatus).SetStatus,

@@ -64,6 +64,10 @@ func registerReconciler(p params) error {
 	if p.Metrics != nil {
 		p.Metrics.MustRegister(ops.latency)
 	}
+	leader.RequeueOnResume(p.Jobs, p.Reconcile.DB, p.Leadership, tables.LBIPAMLease, leader.StatusRows[*tables.LBAllocation]{
+		Name:  "service-status",
+		Table: p.Allocs, Clone: (*tables.LBAllocation).Clone, Get: (*tables.LBAllocation).GetStatus, Set: (*tables.LBAllocation).SetStatus,
+	})
 	_, err := reconciler.Register(p.Reconcile, p.Allocs,
 		(*tables.LBAllocation).Clone,
 		(*tables.LBAllocation).SetStatus,

@@ -33,6 +33,16 @@ func registerWriters(p writerParams) error {
 		return nil
 	}
 	f := leader.Fence(p.Reconcile.DB, p.Leadership, tables.PodIPAMLease)
+	// Writes a lapsed term refused go out as soon as it is renewed, not
+	// at their retry backoff.
+	leader.RequeueOnResume(p.Reconcile.JobGroup, p.Reconcile.DB, p.Leadership, tables.PodIPAMLease, leader.StatusRows[*tables.PodCIDRDecision]{
+		Name: "ciliumnodes", Table: p.Decisions, Clone: (*tables.PodCIDRDecision).Clone,
+		Get: (*tables.PodCIDRDecision).GetStatus, Set: (*tables.PodCIDRDecision).SetStatus,
+	})
+	leader.RequeueOnResume(p.Reconcile.JobGroup, p.Reconcile.DB, p.Leadership, tables.PodIPAMLease, leader.StatusRows[*tables.PodIPPoolStatus]{
+		Name: "pools", Table: p.PoolStatus, Clone: (*tables.PodIPPoolStatus).Clone,
+		Get: (*tables.PodIPPoolStatus).GetStatus, Set: (*tables.PodIPPoolStatus).SetStatus,
+	})
 	nw := &nodeWriter{fence: f, client: p.Client, nodes: p.CiliumNodes, events: p.Events, log: p.Reconcile.Log}
 	if _, err := reconciler.Register(p.Reconcile, p.Decisions,
 		(*tables.PodCIDRDecision).Clone, (*tables.PodCIDRDecision).SetStatus, (*tables.PodCIDRDecision).GetStatus,
