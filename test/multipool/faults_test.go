@@ -488,6 +488,14 @@ func killLeader(t *testing.T, lease string) {
 	if err := leader.agent.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The test's next ADD may be on that node: until the new agent serves
+	// the plugin, the ADD fails with "try again later" (a runtime retries;
+	// the test does not).
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := leader.waitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // leaderOf returns the node whose running agent holds the Lease.
