@@ -42,7 +42,8 @@ type LBAllocation struct {
 	Reason    string        `json:"reason,omitempty"`
 	Message   string        `json:"message,omitempty"`
 	// Disagreement is the message of the annotations-disagree condition:
-	// which MetalLB annotations the Cilium ones overrule. "" = none.
+	// which MetalLB annotations are overruled (by a Cilium one, or by
+	// MetalLB's newer spelling). "" = none.
 	Disagreement string `json:"disagreement,omitempty"`
 	// Released lists what the latest decision took away, for Events.
 	Released []ReleasedIP `json:"released,omitempty"`

@@ -54,8 +54,9 @@ type LBAnnotations struct {
 	Pool           string `json:"pool,omitempty"`
 	PoolAnnotation string `json:"poolAnnotation,omitempty"`
 	// Disagreement says which MetalLB annotations were ignored because the
-	// Cilium annotation for the same thing says otherwise; "" when they
-	// agree or only one of them is set.
+	// annotation that applies to the same thing (Cilium's, or MetalLB's
+	// metallb.io/ spelling) says otherwise; "" when they agree or only
+	// one of them is set.
 	Disagreement string `json:"disagreement,omitempty"`
 	// Error describes unparsable requests, quoting the bad value. A Service
 	// with an Error gets no new IPs until it is fixed.
@@ -93,7 +94,7 @@ func ParseLBAnnotations(annotations map[string]string, loadBalancerIP string) LB
 		a.SharingKey = strings.TrimSpace(v)
 	}
 	a.SharingKey, disagree = mergeMetalLBSharingKey(annotations, keyKey, a.SharingKey, disagree)
-	a.Pool, a.PoolAnnotation = metalLBPool(annotations)
+	a.Pool, a.PoolAnnotation, disagree = metalLBPool(annotations, disagree)
 	a.Disagreement = strings.Join(disagree, "; ")
 	if v, key, ok := lookup(annotations, AnnotationSharingCrossNS, LegacyAnnotationSharingCross); ok {
 		nss, err := ParseNamespaceList(v)

@@ -19,58 +19,105 @@ const (
 	LegacyAnnotationMetalLBSharedIP = "metallb.universe.tf/allow-shared-ip"
 )
 
+// A MetalLB annotation may be set under both of its spellings. As in
+// MetalLB, metallb.io/ applies; the other is ignored, and when it says
+// something else the Service is told (disagree), as when a Cilium
+// annotation overrides a MetalLB one: a contradiction is never silent.
+
+// spelled is one spelling of an annotation and its value.
+type spelled struct{ key, value string }
+
+// spellings returns the spellings of an annotation that carry a value, the
+// one that applies first. A blank value is no request and, as in lookup,
+// hides the older spellings behind it.
+func spellings(annotations map[string]string, keys ...string) []spelled {
+	var out []spelled
+	for _, k := range keys {
+		v, found := annotations[k]
+		switch {
+		case !found:
+		case strings.TrimSpace(v) != "":
+			out = append(out, spelled{k, v})
+		case len(out) == 0:
+			return nil
+		}
+	}
+	return out
+}
+
+// ignored notes a spelling that is ignored because another applies.
+func ignored(ig, applies spelled) string {
+	return fmt.Sprintf("annotation %s %q is ignored: it differs from %s %q, which applies",
+		ig.key, strings.TrimSpace(ig.value), applies.key, strings.TrimSpace(applies.value))
+}
+
 // mergeMetalLBIPs adds MetalLB's loadBalancerIPs to the request. Without a
 // Cilium ips annotation (ciliumKey "") MetalLB's list is the request, and a
-// bad value is an error like any other. With one, the Cilium list applies
-// and a MetalLB list that says otherwise is noted in disagree.
+// bad value is an error like any other. With one, the Cilium list applies.
+// A MetalLB list that says otherwise than the one that applies is noted in
+// disagree.
 func mergeMetalLBIPs(annotations map[string]string, ciliumKey string, ips []netip.Addr, errs, disagree []string) ([]netip.Addr, []string, []string) {
-	v, key, ok := lookup(annotations, AnnotationMetalLBIPs, LegacyAnnotationMetalLBIPs)
-	if !ok {
+	vals := spellings(annotations, AnnotationMetalLBIPs, LegacyAnnotationMetalLBIPs)
+	if len(vals) == 0 {
 		return ips, errs, disagree
 	}
-	mips, err := ParseIPList(v)
-	switch {
-	case ciliumKey == "" && err != nil:
-		errs = append(errs, fmt.Sprintf("annotation %s: %v", key, err))
-		return mips, errs, disagree
-	case ciliumKey == "":
-		return mips, errs, disagree
-	case err != nil:
-		disagree = append(disagree, fmt.Sprintf("annotation %s is ignored (%v); %s applies", key, err, ciliumKey))
-	case !sameAddrSet(ips, mips):
-		disagree = append(disagree, fmt.Sprintf("annotation %s %q is ignored: it differs from %s %q, which applies",
-			key, strings.TrimSpace(v), ciliumKey, strings.TrimSpace(annotations[ciliumKey])))
+	applies := spelled{ciliumKey, annotations[ciliumKey]}
+	if ciliumKey == "" {
+		applies, vals = vals[0], vals[1:]
+		mips, err := ParseIPList(applies.value)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("annotation %s: %v", applies.key, err))
+		}
+		ips = mips
+	}
+	for _, v := range vals {
+		mips, err := ParseIPList(v.value)
+		switch {
+		case err != nil:
+			disagree = append(disagree, fmt.Sprintf("annotation %s is ignored (%v); %s applies", v.key, err, applies.key))
+		case !sameAddrSet(ips, mips):
+			disagree = append(disagree, ignored(v, applies))
+		}
 	}
 	return ips, errs, disagree
 }
 
 // mergeMetalLBSharingKey takes MetalLB's allow-shared-ip as the sharing key
-// unless a Cilium sharing key is set (ciliumKey); a different MetalLB key
-// is then noted in disagree.
+// unless a Cilium sharing key is set (ciliumKey); a MetalLB key that
+// differs from the one that applies is noted in disagree.
 func mergeMetalLBSharingKey(annotations map[string]string, ciliumKey, sharingKey string, disagree []string) (string, []string) {
-	v, key, ok := lookup(annotations, AnnotationMetalLBSharedIP, LegacyAnnotationMetalLBSharedIP)
-	if !ok {
+	vals := spellings(annotations, AnnotationMetalLBSharedIP, LegacyAnnotationMetalLBSharedIP)
+	if len(vals) == 0 {
 		return sharingKey, disagree
 	}
-	v = strings.TrimSpace(v)
+	applies := spelled{ciliumKey, sharingKey}
 	if ciliumKey == "" {
-		return v, disagree
+		applies, vals = vals[0], vals[1:]
+		sharingKey = strings.TrimSpace(applies.value)
 	}
-	if v != sharingKey {
-		disagree = append(disagree, fmt.Sprintf("annotation %s %q is ignored: it differs from %s %q, which applies",
-			key, v, ciliumKey, sharingKey))
+	for _, v := range vals {
+		if strings.TrimSpace(v.value) != sharingKey {
+			disagree = append(disagree, ignored(v, applies))
+		}
 	}
 	return sharingKey, disagree
 }
 
 // metalLBPool returns the pool named by MetalLB's address-pool annotation
-// and the annotation's name, or "" when none is named.
-func metalLBPool(annotations map[string]string) (pool, key string) {
-	v, key, ok := lookup(annotations, AnnotationMetalLBPool, LegacyAnnotationMetalLBPool)
-	if v = strings.TrimSpace(v); !ok || v == "" {
-		return "", ""
+// and the annotation's name, or "" when none is named; an older spelling
+// naming another pool is noted in disagree.
+func metalLBPool(annotations map[string]string, disagree []string) (pool, key string, _ []string) {
+	vals := spellings(annotations, AnnotationMetalLBPool, LegacyAnnotationMetalLBPool)
+	if len(vals) == 0 {
+		return "", "", disagree
 	}
-	return v, key
+	pool = strings.TrimSpace(vals[0].value)
+	for _, v := range vals[1:] {
+		if strings.TrimSpace(v.value) != pool {
+			disagree = append(disagree, ignored(v, vals[0]))
+		}
+	}
+	return pool, vals[0].key, disagree
 }
 
 func sameAddrSet(a, b []netip.Addr) bool {

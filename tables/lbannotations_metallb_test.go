@@ -35,6 +35,43 @@ func TestParseMetalLBAnnotations(t *testing.T) {
 				AnnotationMetalLBPool: "a", LegacyAnnotationMetalLBPool: "b",
 			},
 			wantIPs: "198.18.0.1", wantKey: "new", wantPool: "a", wantPoolKey: AnnotationMetalLBPool,
+			// ... and the older one, saying otherwise, is not ignored silently.
+			wantDis: []string{
+				`annotation metallb.universe.tf/loadBalancerIPs "198.18.0.2" is ignored: it differs from metallb.io/loadBalancerIPs "198.18.0.1", which applies`,
+				`annotation metallb.universe.tf/allow-shared-ip "old" is ignored: it differs from metallb.io/allow-shared-ip "new", which applies`,
+				`annotation metallb.universe.tf/address-pool "b" is ignored: it differs from metallb.io/address-pool "a", which applies`,
+			},
+		},
+		{
+			name: "both MetalLB spellings saying the same agree",
+			annotations: map[string]string{
+				AnnotationMetalLBIPs: "198.18.0.1, fd00::1", LegacyAnnotationMetalLBIPs: "fd00::1,198.18.0.1",
+				AnnotationMetalLBSharedIP: "k", LegacyAnnotationMetalLBSharedIP: " k ",
+				AnnotationMetalLBPool: "a", LegacyAnnotationMetalLBPool: "a",
+			},
+			wantIPs: "198.18.0.1,fd00::1", wantKey: "k", wantPool: "a", wantPoolKey: AnnotationMetalLBPool,
+		},
+		{
+			name: "the older MetalLB spelling differs from the Cilium annotation the newer agrees with",
+			annotations: map[string]string{
+				AnnotationIPs: "198.18.0.1", AnnotationMetalLBIPs: "198.18.0.1", LegacyAnnotationMetalLBIPs: "198.18.0.2",
+				AnnotationSharingKey: "k", AnnotationMetalLBSharedIP: "k", LegacyAnnotationMetalLBSharedIP: "j",
+			},
+			wantIPs: "198.18.0.1", wantKey: "k",
+			wantDis: []string{
+				`annotation metallb.universe.tf/loadBalancerIPs "198.18.0.2" is ignored: it differs from lbipam.cilium.io/ips "198.18.0.1", which applies`,
+				`annotation metallb.universe.tf/allow-shared-ip "j" is ignored: it differs from lbipam.cilium.io/sharing-key "k", which applies`,
+			},
+		},
+		{
+			name:        "an unparsable older spelling beside the newer is ignored, not an error",
+			annotations: map[string]string{AnnotationMetalLBIPs: "198.18.0.1", LegacyAnnotationMetalLBIPs: "nope"},
+			wantIPs:     "198.18.0.1",
+			wantDis:     []string{`annotation metallb.universe.tf/loadBalancerIPs is ignored (invalid IP address "nope"`, "metallb.io/loadBalancerIPs applies"},
+		},
+		{
+			name:        "a blank metallb.io spelling hides the older one, as in MetalLB",
+			annotations: map[string]string{AnnotationMetalLBPool: "", LegacyAnnotationMetalLBPool: "b"},
 		},
 		{
 			name:        "bad loadBalancerIPs is an invalid request",

@@ -18,8 +18,9 @@ const (
 	MessageOutOfIPs                = "All enabled CiliumLoadBalancerIPPools that match this service ran out of allocatable IPs"
 
 	// Herald's addition: True (reason metallb_annotation_ignored) while a
-	// MetalLB annotation says otherwise than the Cilium annotation for the
-	// same thing, which applies; absent when they agree.
+	// MetalLB annotation says otherwise than the annotation for the same
+	// thing that applies (Cilium's, or MetalLB's metallb.io/ spelling);
+	// absent when they agree.
 	ConditionAnnotationsDisagree   = "lbipam.herald.io/annotations-disagree"
 	ReasonMetalLBAnnotationIgnored = "metallb_annotation_ignored"
 

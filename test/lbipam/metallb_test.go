@@ -136,6 +136,15 @@ spec:
 		}))
 		s.waitDisagreement("keys", `annotation metallb.universe.tf/allow-shared-ip "b" is ignored: it differs from lbipam.cilium.io/sharing-key "a", which applies`)
 
+		// Both of MetalLB's spellings, saying otherwise: metallb.io/
+		// applies, and the Service is told, as MetalLB does not tell it.
+		s.apply(serviceYAML("spellings", nil, map[string]string{
+			"metallb.io/address-pool":          "production",
+			"metallb.universe.tf/address-pool": "default",
+		}))
+		s.waitSatisfied("spellings", "198.18.20.0")
+		s.waitDisagreement("spellings", `annotation metallb.universe.tf/address-pool "default" is ignored: it differs from metallb.io/address-pool "production", which applies`)
+
 		// Made to agree, the condition goes; the address stays.
 		s.apply(serviceYAML("both", nil, map[string]string{
 			"lbipam.cilium.io/ips":       "198.18.10.20",
