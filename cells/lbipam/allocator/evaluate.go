@@ -292,6 +292,10 @@ func (e *Engine) fillFamilies(s *svcState, want []family) (reason, message strin
 // sharing key that it may share, oldest first. Joining takes nothing new
 // from a pool, so the address may come from a disabled or conflicting one
 // (as in Cilium): those keep what they gave, and what they gave is shared.
+// A reserved pool's address is joined only by a Service that names the
+// pool (or requests the address, fillRequested): a sharing key alone is no
+// claim on a reserved pool, as in MetalLB, where autoAssign: false keeps
+// the pool out of every allocation, sharing included.
 func (e *Engine) joinShared(s *svcState, f family) bool {
 	k := s.row.Annotations.SharingKey
 	if k == "" {
@@ -318,7 +322,7 @@ func (e *Engine) joinShared(s *svcState, f family) bool {
 	})
 	for _, a := range candidates {
 		p := e.poolFor(a, s.row)
-		if p == nil || !e.mayJoin(s.row, e.ips[a]) {
+		if p == nil || !autoAssigns(p, s.row) || !e.mayJoin(s.row, e.ips[a]) {
 			continue
 		}
 		e.hold(s, a, p.row.Name)
