@@ -101,8 +101,9 @@ spec:
 
 	// A typo: the pool says so, and stays reserved meanwhile.
 	s.apply(redPool("flase"))
-	s.waitPoolCondition("red-pool", tables.ConditionPoolBadAnnotations, metav1.ConditionTrue, tables.ReasonError,
-		`annotation lbipam.herald.io/auto-assign: "flase" is not true or false; the pool is reserved until it is fixed`)
+	const typo = `annotation lbipam.herald.io/auto-assign: "flase" is not true or false; the pool is reserved until it is fixed`
+	s.waitPoolCondition("red-pool", tables.ConditionPoolBadAnnotations, metav1.ConditionTrue, tables.ReasonError, typo)
+	waitPoolEvent(t, "red-pool", "InvalidAnnotations", typo)
 	s.waitPending("red", tables.ReasonNoPool,
 		onlyReserved)
 	// Fixed: the condition resolves, and the Service gets its address.
