@@ -260,7 +260,7 @@ func TestRBACGrants(t *testing.T) {
 		{"create", "", "pods", "", "default"}, {"delete", "", "pods", "", "default"}, {"update", "", "namespaces", "", ""},
 		{"update", "cilium.io", "ciliumnodes", "", ""}, {"delete", "cilium.io", "ciliumpodippools", "", ""},
 		{"update", "cilium.io", "ciliumpodippools", "", ""},
-		// Only with L2 announcements on (externalTrafficPolicy Local).
+		// Only with L2 announcements or BGP on.
 		{"list", "discovery.k8s.io", "endpointslices", "", ""},
 		// Only with the BGP control plane on.
 		{"list", "cilium.io", "ciliumbgpclusterconfigs", "", ""}, {"create", "cilium.io", "ciliumbgpnodeconfigs", "", ""},
@@ -354,6 +354,9 @@ func TestRBACGrants(t *testing.T) {
 		{"update", "cilium.io", "ciliumbgpnodeconfigs", "status", ""}, {"patch", "cilium.io", "ciliumbgpnodeconfigs", "status", ""},
 		{"get", "", "secrets/bgp-auth-secret", "", "kube-system"}, {"list", "", "secrets", "", "kube-system"},
 		{"watch", "", "secrets", "", "kube-system"},
+		// EndpointSlices: a Service with no ready endpoint is withdrawn.
+		{"get", "discovery.k8s.io", "endpointslices", "", ""}, {"list", "discovery.k8s.io", "endpointslices", "", ""},
+		{"watch", "discovery.k8s.io", "endpointslices", "", ""},
 	} {
 		check(bgp, a, true)
 	}

@@ -587,7 +587,8 @@ func TestRBAC(t *testing.T) {
 	if got := flatten(cr.Rules); !reflect.DeepEqual(got, wantCluster) {
 		t.Errorf("ClusterRole grants\n%v\nwant\n%v", got, wantCluster)
 	}
-	// With L2 announcements on, and only then: EndpointSlices.
+	// With L2 announcements on: EndpointSlices (with BGP too, below; not
+	// otherwise).
 	var crL2 rbacv1.ClusterRole
 	render(t, helmrender.Options{Set: []string{"l2announcements.enabled=true"}}).typed(t, "ClusterRole", &crL2)
 	wantL2 := slices.Concat(wantCluster, gvs("discovery.k8s.io", "endpointslices", "get", "list", "watch"))
@@ -628,7 +629,9 @@ func TestRBAC(t *testing.T) {
 	for _, res := range []string{"ciliumbgpnodeconfigs", "ciliumbgpnodeconfigs/status"} {
 		wantBGP = append(wantBGP, gvs("cilium.io", res, "create", "update", "patch", "delete")...)
 	}
-	wantBGP = slices.Concat(wantCluster, wantBGP)
+	// BGP reads EndpointSlices too: whether a Service is served at all,
+	// and (externalTrafficPolicy Local) whether it is served here.
+	wantBGP = slices.Concat(wantCluster, wantBGP, gvs("discovery.k8s.io", "endpointslices", "get", "list", "watch"))
 	slices.SortFunc(wantBGP, func(a, b grant) int {
 		return strings.Compare(a.group+"/"+a.resource+"/"+a.verb, b.group+"/"+b.resource+"/"+b.verb)
 	})
