@@ -41,6 +41,12 @@ func TestEndpointSliceFromK8s(t *testing.T) {
 	if row := EndpointSliceFromK8s(s); row.Ready != 0 || row.ReadyNodes != nil {
 		t.Fatalf("terminating, serving: Ready %d, ReadyNodes %v; want none", row.Ready, row.ReadyNodes)
 	}
+	// Readiness unknown while terminating: ready, as the API's nil rule
+	// says (kube-proxy and Cilium read it so too).
+	s.Endpoints[0].Conditions = discoveryv1.EndpointConditions{Terminating: ptr.To(true)}
+	if row := EndpointSliceFromK8s(s); row.Ready != 1 || !slices.Equal(row.ReadyNodes, []string{"node1"}) {
+		t.Fatalf("unknown readiness, terminating: Ready %d, ReadyNodes %v; want 1, [node1]", row.Ready, row.ReadyNodes)
+	}
 	s.Labels = nil
 	if row := EndpointSliceFromK8s(s); row.ServiceKey() != "" {
 		t.Fatalf("a slice of no Service: ServiceKey %q", row.ServiceKey())
