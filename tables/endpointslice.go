@@ -84,6 +84,11 @@ func EndpointSliceFromK8s(s *discoveryv1.EndpointSlice) *EndpointSlice {
 		Namespace: s.Namespace, Name: s.Name, Service: s.Labels[discoveryv1.LabelServiceName],
 		ResourceVersion: s.ResourceVersion,
 	}
+	// An FQDN slice names hosts, not addresses: kube-proxy (and Cilium)
+	// forward to none of them, so they serve nothing.
+	if s.AddressType == discoveryv1.AddressTypeFQDN {
+		return row
+	}
 	for _, ep := range s.Endpoints {
 		if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
 			continue

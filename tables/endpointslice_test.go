@@ -47,6 +47,12 @@ func TestEndpointSliceFromK8s(t *testing.T) {
 	if row := EndpointSliceFromK8s(s); row.Ready != 1 || !slices.Equal(row.ReadyNodes, []string{"node1"}) {
 		t.Fatalf("unknown readiness, terminating: Ready %d, ReadyNodes %v; want 1, [node1]", row.Ready, row.ReadyNodes)
 	}
+	// An FQDN slice serves nothing: kube-proxy forwards to no name.
+	fqdn := &discoveryv1.EndpointSlice{ObjectMeta: s.ObjectMeta, AddressType: discoveryv1.AddressTypeFQDN,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"web.example"}, NodeName: ptr.To("node1"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}}}
+	if row := EndpointSliceFromK8s(fqdn); row.Ready != 0 || row.ReadyNodes != nil || row.ServiceKey() != "ns/web" {
+		t.Fatalf("FQDN slice: Ready %d, ReadyNodes %v, Service %q; want none of web", row.Ready, row.ReadyNodes, row.ServiceKey())
+	}
 	s.Labels = nil
 	if row := EndpointSliceFromK8s(s); row.ServiceKey() != "" {
 		t.Fatalf("a slice of no Service: ServiceKey %q", row.ServiceKey())
