@@ -59,7 +59,7 @@ func run(ctx context.Context, p params, initDone func(statedb.WriteTxn), health 
 	if err := tables.WaitInitialized(ctx, p.DB, p.Services, p.Policies, p.Nodes, p.Devices, p.Slices); err != nil {
 		return nil
 	}
-	reported := map[string]strandCause{} // stranded Services this node reported
+	reported := map[string]reportedAs{} // stranded Services this node reported
 	initialized := false
 	tablesync.Loop(ctx, p.DB, func(txn statedb.ReadTxn, w *tablesync.Watches) {
 		svcs := tablesync.All(w, txn, p.Services)
@@ -112,12 +112,19 @@ func same(a, b *tables.L2Candidate) bool {
 // Local) none on a node the policies select.
 const EventNotAnnounced = "L2NotAnnounced"
 
+// reportedAs is what the Event of a stranded Service said: why, and for
+// which IPs.
+type reportedAs struct {
+	cause strandCause
+	ips   string
+}
+
 // reportStranded records an Event on each Service that became stranded (or
 // stranded for another cause) and that this node reports (the first node
 // the policies select for it), and forgets the ones that are no longer
 // stranded, so that the Event comes again if it strands again: one Event
 // per transition, not per derivation.
-func reportStranded(p params, now []stranded, services []*tables.Service, rows []*tables.L2Candidate, reported map[string]strandCause) {
+func reportStranded(p params, now []stranded, services []*tables.Service, rows []*tables.L2Candidate, reported map[string]reportedAs) {
 	node := p.Agent.Node()
 	still := map[string]bool{}
 	for _, st := range now {
@@ -125,16 +132,19 @@ func reportStranded(p params, now []stranded, services []*tables.Service, rows [
 			continue
 		}
 		still[st.service] = true
-		if reported[st.service] == st.cause {
-			continue
-		}
-		reported[st.service] = st.cause
 		var ips []netip.Addr
 		for _, svc := range services {
 			if svc.Key() == st.service {
 				ips = slices.Concat(svc.IngressIPs, svc.ExternalIPs)
 			}
 		}
+		// Its IPs are part of what was said: new ones while it stays
+		// stranded get an Event of their own, as in BGP.
+		as := reportedAs{st.cause, fmt.Sprint(ips)}
+		if reported[st.service] == as {
+			continue
+		}
+		reported[st.service] = as
 		ns, name, _ := strings.Cut(st.service, "/")
 		ref := &corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name}
 		subject, shared := notAnnouncedSubject(st.service, ips, rows)

@@ -20,7 +20,7 @@ func TestReportStranded(t *testing.T) {
 	events := record.NewFakeRecorder(10)
 	p := params{Agent: agentconfig.Config{NodeName: "node1"}, Log: slog.New(slog.DiscardHandler), Events: events}
 	services := []*tables.Service{svc("shop/web", nil, "", []string{"198.18.0.220"}, nil)}
-	reported := map[string]strandCause{}
+	reported := map[string]reportedAs{}
 	round := func(sts ...stranded) []string {
 		reportStranded(p, sts, services, nil, reported)
 		var got []string
@@ -43,9 +43,13 @@ func TestReportStranded(t *testing.T) {
 		{"another cause", []stranded{noLocal}, "Warning L2NotAnnounced No node announces 198.18.0.220: externalTrafficPolicy is Local"},
 		{"served again", nil, ""},
 		{"withdrawn again", []stranded{noEndpoint}, "Warning L2NotAnnounced No node announces 198.18.0.220: the Service has no ready endpoint"},
+		{"its IP changes while withdrawn", []stranded{noEndpoint}, "Warning L2NotAnnounced No node announces 198.18.0.230: the Service has no ready endpoint"},
 		{"another node reports", []stranded{elsewhere}, ""},
 	}
 	for _, s := range steps {
+		if s.name == "its IP changes while withdrawn" {
+			services[0].IngressIPs = []netip.Addr{netip.MustParseAddr("198.18.0.230")}
+		}
 		got := round(s.now...)
 		switch {
 		case s.want == "" && len(got) != 0:
