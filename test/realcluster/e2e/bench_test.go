@@ -33,9 +33,8 @@ import (
 // HERALD_REALCLUSTER_BENCH picks parts (comma-separated: startup, service,
 // resources, failover); all by default.
 func BenchmarkRealCluster(b *testing.B) {
+	want := benchParts(b)
 	applyYAML(b, fmt.Sprintf(lanFixtures, lanPoolStart, lanPoolStop))
-	parts := os.Getenv("HERALD_REALCLUSTER_BENCH")
-	want := func(part string) bool { return parts == "" || slices.Contains(strings.Split(parts, ","), part) }
 	for i := 0; i < b.N; i++ {
 		if want("startup") {
 			benchPodStartup(b)
@@ -55,6 +54,23 @@ func BenchmarkRealCluster(b *testing.B) {
 				ms(percentile(ds, 50)), ms(percentile(ds, 99)), ms(percentile(ds, 100)))
 		}
 	}
+}
+
+// benchParts reads HERALD_REALCLUSTER_BENCH. A part it does not know stops
+// the benchmark: a misspelt one would otherwise measure nothing, silently.
+func benchParts(b *testing.B) func(part string) bool {
+	all := []string{"startup", "service", "resources", "failover"}
+	v := os.Getenv("HERALD_REALCLUSTER_BENCH")
+	if v == "" {
+		return func(string) bool { return true }
+	}
+	parts := strings.Split(v, ",")
+	for _, p := range parts {
+		if !slices.Contains(all, p) {
+			b.Fatalf("HERALD_REALCLUSTER_BENCH=%q: unknown part %q (want some of %s)", v, p, strings.Join(all, ","))
+		}
+	}
+	return func(part string) bool { return slices.Contains(parts, part) }
 }
 
 func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }

@@ -3,15 +3,14 @@ package havip
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/heraldlb/herald/test/cpvip"
 	"github.com/heraldlb/herald/test/realcluster"
+	"github.com/heraldlb/herald/test/suite"
 )
 
 // fault is one way the VIP's owner fails, and how it recovers.
@@ -38,13 +37,9 @@ var faults = []fault{
 		func(n *realcluster.Node) error { return cl.Heal(n) }},
 }
 
-// trials is how many times each fault is tried (HERALD_CPVIP_TRIALS).
-func trials() int {
-	if n, err := strconv.Atoi(os.Getenv("HERALD_CPVIP_TRIALS")); err == nil && n > 0 {
-		return n
-	}
-	return 3
-}
+// trials is how many times each fault is tried (HERALD_CPVIP_TRIALS, 3
+// by default); a value that is no positive number fails the test.
+func trials(t *testing.T) int { return suite.EnvInt(t, "HERALD_CPVIP_TRIALS", 3) }
 
 func killAgent(n *realcluster.Node) error {
 	pids := n.ProcessesWithArg("herald-agent", "control-plane-vip")
@@ -61,7 +56,7 @@ func TestFailover(t *testing.T) {
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
 			var gaps, apiGaps []time.Duration
-			for i := range trials() {
+			for i := range trials(t) {
 				gap, apiGap := failoverTrial(t, f, i)
 				gaps, apiGaps = append(gaps, gap), append(apiGaps, apiGap)
 				if t.Failed() {
