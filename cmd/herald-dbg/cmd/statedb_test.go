@@ -22,46 +22,56 @@ import (
 )
 
 // TestEveryTablePrints: every table the agent registers, with every
-// feature on (and each L2 election), prints through herald-dbg, as a table
-// and as JSON, with no printer kept for it. A table whose objects cannot be
-// printed, or that herald-dbg cannot reach, fails here.
+// feature on (and each L2 election), and every table of the control-plane
+// VIP mode, prints through herald-dbg, as a table and as JSON, with no
+// printer kept for it. A table whose objects cannot be printed, or that
+// herald-dbg cannot reach, fails here.
 func TestEveryTablePrints(t *testing.T) {
 	all := []string{"--enable-l2-announcements", "--enable-l2-pod-announcements", "--l2-pod-announcements-interface=eth0", "--ipam=multi-pool", "--enable-bgp-control-plane"}
 	seen := map[string]bool{}
 	for _, election := range []string{"members", "lease"} {
 		t.Run(election, func(t *testing.T) {
-			db := agentDB(t, append(all, "--l2-announcements-election="+election)...)
-			names := dbgshell.TableNames(db)
-			if len(names) == 0 {
-				t.Fatal("the agent registers no table")
-			}
-			// One object in each table, so that rows print too.
-			for _, name := range names {
-				insertZero(t, db, name)
-			}
-			serveShell(t, db)
-
-			listed := strings.Fields(runDbg(t, "statedb", "--list"))
-			if strings.Join(listed, " ") != strings.Join(names, " ") {
-				t.Errorf("statedb --list: %v, want %v", listed, names)
-			}
-			for _, name := range names {
-				seen[name] = true
-				n := statedb.AnyTable{Meta: db.GetTable(db.ReadTxn(), name)}.NumObjects(db.ReadTxn())
-				out := runDbg(t, "statedb", name)
-				lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-				if len(lines) != 1+n || !strings.HasPrefix(lines[0], "# ") || !strings.HasSuffix(out, "\n") {
-					t.Errorf("herald-dbg statedb %s: want a header and %d rows:\n%s", name, n, out)
-				}
-				var objs []json.RawMessage
-				out = runDbg(t, "statedb", name, "-o", "json")
-				if err := json.Unmarshal([]byte(out), &objs); err != nil || len(objs) != n {
-					t.Errorf("herald-dbg statedb %s -o json: %v, want an array of %d objects:\n%s", name, err, n, out)
-				}
-			}
+			tablesPrint(t, agentDB(t, append(all, "--l2-announcements-election="+election)...), seen)
 		})
 	}
+	t.Run("control-plane-vip", func(t *testing.T) {
+		tablesPrint(t, controlPlaneDB(t), seen)
+	})
 	t.Logf("%d tables printed", len(seen))
+}
+
+// tablesPrint puts one object into each of db's tables and checks that
+// herald-dbg lists every table and prints each, as rows and as JSON.
+func tablesPrint(t *testing.T, db *statedb.DB, seen map[string]bool) {
+	t.Helper()
+	names := dbgshell.TableNames(db)
+	if len(names) == 0 {
+		t.Fatal("the agent registers no table")
+	}
+	// One object in each table, so that rows print too.
+	for _, name := range names {
+		insertZero(t, db, name)
+	}
+	serveShell(t, db)
+
+	listed := strings.Fields(runDbg(t, "statedb", "--list"))
+	if strings.Join(listed, " ") != strings.Join(names, " ") {
+		t.Errorf("statedb --list: %v, want %v", listed, names)
+	}
+	for _, name := range names {
+		seen[name] = true
+		n := statedb.AnyTable{Meta: db.GetTable(db.ReadTxn(), name)}.NumObjects(db.ReadTxn())
+		out := runDbg(t, "statedb", name)
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if len(lines) != 1+n || !strings.HasPrefix(lines[0], "# ") || !strings.HasSuffix(out, "\n") {
+			t.Errorf("herald-dbg statedb %s: want a header and %d rows:\n%s", name, n, out)
+		}
+		var objs []json.RawMessage
+		out = runDbg(t, "statedb", name, "-o", "json")
+		if err := json.Unmarshal([]byte(out), &objs); err != nil || len(objs) != n {
+			t.Errorf("herald-dbg statedb %s -o json: %v, want an array of %d objects:\n%s", name, err, n, out)
+		}
+	}
 }
 
 // TestStatedbErrors: an unknown table is refused naming the known ones, as
@@ -109,6 +119,28 @@ func agentDB(t *testing.T, args ...string) *statedb.DB {
 		t.Fatal(err)
 	}
 	// Populate builds the cells and their tables and connects to nothing.
+	if err := h.Populate(slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// controlPlaneDB builds the control-plane VIP mode's cells (with BGP)
+// and returns their database.
+func controlPlaneDB(t *testing.T) *statedb.DB {
+	t.Helper()
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("a secret of the test, unused"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var db *statedb.DB
+	h := daemon.NewControlPlane(cell.Invoke(func(d *statedb.DB) { db = d }))
+	flags := pflag.NewFlagSet("", pflag.ContinueOnError)
+	h.RegisterFlags(flags)
+	if err := flags.Parse([]string{"--node-name=cp1", "--vips=198.18.0.10", "--peers=cp1=198.18.0.1,cp2=198.18.0.2,cp3=198.18.0.3",
+		"--peer-secret-file=" + secret, "--bgp-local-asn=65001", "--bgp-peers=198.18.0.254=65000"}); err != nil {
+		t.Fatal(err)
+	}
 	if err := h.Populate(slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
