@@ -51,6 +51,11 @@ type Options struct {
 	// trials; it takes the kubelet's alpha gate KubeletCrashLoopBackOffMax
 	// (Kubernetes 1.32 or later).
 	MaxRestartPeriod time.Duration
+	// KubeProxyMinSyncPeriod is kube-proxy's iptables.minSyncPeriod, the
+	// least time between two syncs of its rules (0: kube-proxy's own
+	// default, 1 s, as users run it). A shorter one shows how much of
+	// "Service created -> first answer" is kube-proxy's wait.
+	KubeProxyMinSyncPeriod time.Duration
 }
 
 // Cluster is a running cluster.
@@ -192,7 +197,7 @@ func (c *Cluster) prepareNode(ctx context.Context, n *Node, o Options) error {
 	if err := n.setupMounts(c.p.nsDir()); err != nil {
 		return err
 	}
-	if err := n.writeConfigs(o.SandboxImage, o.CNIConflist, o.MaxRestartPeriod); err != nil {
+	if err := n.writeConfigs(o); err != nil {
 		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -175,15 +175,15 @@ func mounted(path string) bool {
 // configurations and installs the reference CNI plugins (the cluster's
 // network plugin, bridge, and loopback, which containerd uses for every
 // pod's lo) into its /opt/cni/bin.
-func (n *Node) writeConfigs(sandboxImage string, cniConflist []byte, maxRestartPeriod time.Duration) error {
+func (n *Node) writeConfigs(o Options) error {
 	files := map[string]string{
-		n.root("/etc/containerd/config.toml"):   containerdConfig(sandboxImage),
-		filepath.Join(n.Dir, "kubelet.yaml"):    kubeletConfig(n, maxRestartPeriod),
-		filepath.Join(n.Dir, "kube-proxy.yaml"): kubeProxyConfig(n),
+		n.root("/etc/containerd/config.toml"):   containerdConfig(o.SandboxImage),
+		filepath.Join(n.Dir, "kubelet.yaml"):    kubeletConfig(n, o.MaxRestartPeriod),
+		filepath.Join(n.Dir, "kube-proxy.yaml"): kubeProxyConfig(n, o.KubeProxyMinSyncPeriod),
 		filepath.Join(n.Dir, "resolv.conf"):     "nameserver 127.0.0.1\n",
 	}
-	if cniConflist != nil {
-		files[n.root("/etc/cni/net.d/10-herald.conflist")] = string(cniConflist)
+	if o.CNIConflist != nil {
+		files[n.root("/etc/cni/net.d/10-herald.conflist")] = string(o.CNIConflist)
 	}
 	if err := os.MkdirAll(n.root("/etc/kubernetes/manifests"), 0o755); err != nil {
 		return err

@@ -98,8 +98,13 @@ serverTLSBootstrap: false
 
 // kubeProxyConfig is the node's KubeProxyConfiguration: iptables mode, its
 // health on the node's address, and the host-wide conntrack sysctls left
-// alone (they are the host's, not the node's).
-func kubeProxyConfig(n *Node) string {
+// alone (they are the host's, not the node's). minSync, when set, is
+// iptables.minSyncPeriod (Options.KubeProxyMinSyncPeriod).
+func kubeProxyConfig(n *Node, minSync time.Duration) string {
+	iptables := ""
+	if minSync > 0 {
+		iptables = fmt.Sprintf("iptables:\n  minSyncPeriod: %s\n", minSync)
+	}
 	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection:
@@ -112,5 +117,5 @@ conntrack:
   maxPerCore: 0
   tcpEstablishedTimeout: 0s
   tcpCloseWaitTimeout: 0s
-`, filepath.Join(n.Dir, "kube-proxy.kubeconfig"), n.Name, n.IP)
+%s`, filepath.Join(n.Dir, "kube-proxy.kubeconfig"), n.Name, n.IP, iptables)
 }

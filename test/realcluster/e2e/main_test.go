@@ -11,6 +11,9 @@
 // run (in HERALD_REALCLUSTER_DIR, or a temporary directory the run
 // prints), for a look with kubectl; HERALD_REALCLUSTER_REUSE=1 runs on the
 // cluster such a run left in HERALD_REALCLUSTER_DIR.
+// HERALD_REALCLUSTER_KUBEPROXY_MIN_SYNC (a duration, e.g. 100ms) starts
+// kube-proxy with that iptables.minSyncPeriod instead of its default of
+// 1 s, for the benchmark that shows what that period costs.
 package e2e
 
 import (
@@ -73,8 +76,13 @@ func setup(dir string) error {
 	if err != nil {
 		return err
 	}
+	minSync, err := kubeProxyMinSync()
+	if err != nil {
+		return err
+	}
 	cl, err = realcluster.Up(ctx, dir, realcluster.Options{
 		Images: built.Paths(), SandboxImage: images.PauseRef, CNIConflist: conflist, Log: logf,
+		KubeProxyMinSyncPeriod: minSync,
 	})
 	if err != nil {
 		return err
@@ -85,4 +93,19 @@ func setup(dir string) error {
 	}
 	logf("Herald installed with helm and rolled out in %s", time.Since(start).Round(100*time.Millisecond))
 	return nil
+}
+
+// kubeProxyMinSync is HERALD_REALCLUSTER_KUBEPROXY_MIN_SYNC (0 when unset:
+// kube-proxy's default, as users run it).
+func kubeProxyMinSync() (time.Duration, error) {
+	v := os.Getenv("HERALD_REALCLUSTER_KUBEPROXY_MIN_SYNC")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("HERALD_REALCLUSTER_KUBEPROXY_MIN_SYNC=%q: want a positive duration such as 100ms", v)
+	}
+	logf("kube-proxy with iptables.minSyncPeriod %s", d)
+	return d, nil
 }
