@@ -252,8 +252,15 @@ func TestCiliumNodeDeletedUnderRunningAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mark := n.agent.Mark()
 	if err := herald.CiliumV2().CiliumNodes().Delete(context.Background(), n.name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	// The agent says so (multi-pool.md, "When a Node is deleted"), naming
+	// the CIDR it lists again.
+	waitLogged(t, n, mark, `msg="Created the CiliumNode again, listing the CIDRs the node's pods still use"`)
+	if line := lineWith(n.agent.LogsSince(mark), "Created the CiliumNode again"); !strings.Contains(line, held[0]) {
+		t.Errorf("%s's log line does not name %s: %s", n.name, held[0], line)
 	}
 	// Another node needs room in the same pool right away.
 	q := startPod(t, other, ns, "q", nil)
@@ -277,4 +284,14 @@ func TestCiliumNodeDeletedUnderRunningAgent(t *testing.T) {
 	if !slices.ContainsFunc(allocs, func(a *tables.PodIPAllocation) bool { return a.IP == p.ipOf(tables.IPv4) }) {
 		t.Fatalf("%s lost %s: %+v", n.name, p.ipOf(tables.IPv4), allocs)
 	}
+}
+
+// lineWith returns the first line of log containing s.
+func lineWith(log, s string) string {
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, s) {
+			return line
+		}
+	}
+	return ""
 }
