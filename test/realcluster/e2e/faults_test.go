@@ -143,12 +143,32 @@ func testNodeDeletedAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := newNamespace(t, "nodedel", nil)
-	deployBackend(t, ns, "nd", 3, nil)
+	pods := deployBackend(t, ns, "nd", 3, nil)
 	n := cl.Nodes[len(cl.Nodes)-1]
 	ctx := context.Background()
+	podsOnIt := 0
+	for _, p := range pods {
+		if p.Spec.NodeName == n.Name {
+			podsOnIt++
+		}
+	}
+	agent, ok := agentPods(t)[n.Name]
+	if !ok {
+		t.Fatalf("no agent Pod on %s", n.Name)
+	}
+	oldLog := followAgentLog(t, agent.Name)
 	if err := cl.Client.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The CiliumNode goes with its Node; the agent, still running, says
+	// it writes it again (multi-pool.md, "When a Node is deleted"), with
+	// the CIDRs its pods use when it has any.
+	created := []string{"Created the CiliumNode"}
+	if podsOnIt > 0 {
+		created = []string{"Created the CiliumNode again, listing the CIDRs the node's pods still use"}
+	}
+	t.Logf("agent of the deleted Node %s (%d pods of the test on it): %s", n.Name, podsOnIt,
+		oldLog.waitFor(t, "agent of the deleted Node "+n.Name, created...))
 	// Kubernetes deletes the Node's pods (its agent's too) once the pod
 	// garbage collector's quarantine is over.
 	waitFor(t, timeout, func() (bool, string) {
@@ -165,7 +185,9 @@ func testNodeDeletedAndBack(t *testing.T) {
 			t.Fatalf("pod %s went to the deleted Node", p.Name)
 		}
 	}
-	// Given back.
+	// Given back. What the old agent logged before is no answer to
+	// what happens now.
+	before := len(oldLog.String())
 	if err := n.Stop("kubelet"); err != nil {
 		t.Fatal(err)
 	}
@@ -186,6 +208,16 @@ func testNodeDeletedAndBack(t *testing.T) {
 		return err == nil && nerr == nil && len(owners) == 1 && owners[0].UID == node.UID,
 			fmt.Sprintf("CiliumNode %s: %v, owners %+v", n.Name, err, owners)
 	})
+	// An agent says how the CiliumNode became the new Node's: it took
+	// over the one the old agent wrote, or created it when the allocator
+	// had deleted that one meanwhile (a minute after the Node). Usually
+	// the new agent; the old one if it still ran when the Node came back.
+	newAgent := agentPods(t)[n.Name]
+	line := lineWith(oldLog.String()[before:]+"\n"+agentLogNow(t, newAgent.Name), "The CiliumNode belongs to its Node again", "Created the CiliumNode")
+	if line == "" {
+		t.Fatalf("agents of the Node given back (%s, %s): no log line says what became of its CiliumNode", agent.Name, newAgent.Name)
+	}
+	t.Logf("agent of the Node given back: %s", line)
 	back := deployBackend(t, ns, "back", 3, nil)
 	onIt := 0
 	for _, p := range back {
@@ -243,14 +275,18 @@ func testFrozenAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The kubelet says why: the liveness probe (/livez) failed, and the
+	// container is restarted for it.
 	var why []string
+	unhealthy, killed := false, false
 	for _, e := range evs.Items {
-		if e.Type == corev1.EventTypeWarning {
-			why = append(why, e.Reason+": "+e.Message)
-		}
+		why = append(why, e.Type+" "+e.Reason+": "+e.Message)
+		unhealthy = unhealthy || (e.Type == corev1.EventTypeWarning && e.Reason == "Unhealthy" && strings.HasPrefix(e.Message, "Liveness probe failed:"))
+		killed = killed || (e.Reason == "Killing" && strings.Contains(e.Message, "failed liveness probe, will be restarted"))
 	}
-	if len(why) == 0 {
-		t.Fatalf("no Warning Event on %s while its agent was frozen", before.Name)
+	if !unhealthy || !killed {
+		t.Fatalf("Events on %s while its agent was frozen: want Warning Unhealthy \"Liveness probe failed: ...\" and Killing \"... failed liveness probe, will be restarted\", got:\n%s",
+			before.Name, strings.Join(why, "\n"))
 	}
 	t.Logf("Events on %s: %s", before.Name, strings.Join(why, " | "))
 }
