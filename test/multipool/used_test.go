@@ -37,8 +37,9 @@ func wantUsed(pods ...*pod) map[string]string {
 
 // TestUsedExact: a node's CiliumNode status.ipam.used lists exactly the
 // addresses of its live pods (owner namespace/pod, resource the pool) after
-// every step of a sequence of ADD, DEL, restarts (SIGTERM and SIGKILL), a
-// DEL queued while the agent was down, and the runtime's GC, including
+// every step of a sequence of ADD, DEL, restarts (SIGTERM and SIGKILL),
+// DELs queued while the agent was down (of the last pod, and of one of
+// two), the runtime's GC and the agent's own collection, including
 // every transition to the empty list: an agent that restarts holding no
 // address must still clear what an earlier run listed.
 func TestUsedExact(t *testing.T) {
@@ -108,4 +109,29 @@ func TestUsedExact(t *testing.T) {
 	restartAgent(t, n)
 	expect("a restart holding nothing")
 	p3.stop(t)
+
+	// A DEL queued while the agent was down, with another pod staying.
+	p4 := startPod(t, n, ns, "p4", nil)
+	p5 := startPod(t, n, ns, "p5", nil)
+	expect("ADD p4 and p5", p4, p5)
+	kill9()
+	p4.stop(t)
+	start()
+	expect("a DEL of p4 queued while the agent was down", p5)
+
+	// The agent's own collection (short grace for the test): a pod whose
+	// DEL never comes, its Pod object gone.
+	restartAgent(t, n, "--ipam-gc-grace=2s")
+	defer restartAgent(t, n)
+	p6 := startPod(t, n, ns, "p6", nil)
+	expect("ADD p6", p5, p6)
+	_ = p6.netns.Delete()
+	if err := kube.CoreV1().Pods(ns).Delete(ctx, "p6", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	expect("the agent's collection of p6, whose DEL never came", p5)
+	p5.stop(t)
+	expect("DEL of the last pod, p5")
+	p6.stop(t) // the runtime's DEL at last: nothing left to release
+	expect("a late DEL of p6")
 }
