@@ -117,8 +117,34 @@ func translateTimers(hold, keepalive, connect *metav1.Duration, pc *v2alpha1.Cil
 	timer("spec.holdTime", hold, 3, v2alpha1.DefaultBGPHoldTimeSeconds, "holdTimeSeconds", func(s int32) { timers.HoldTimeSeconds = &s })
 	timer("spec.keepaliveTime", keepalive, 1, v2alpha1.DefaultBGPKeepAliveTimeSeconds, "keepAliveTimeSeconds", func(s int32) { timers.KeepAliveTimeSeconds = &s })
 	timer("spec.connectTime", connect, 1, v2alpha1.DefaultBGPConnectRetryTimeSeconds, "connectRetryTimeSeconds", func(s int32) { timers.ConnectRetryTimeSeconds = &s })
+	deriveTimer(hold, keepalive, timers, target, f)
 	if *timers != (v2alpha1.CiliumBGPTimers{}) {
 		pc.Spec.Timers = timers
+	}
+}
+
+// deriveTimer fills in the timer MetalLB derives when only one of hold
+// time and keepalive is given (keepalive a third of the hold time, or the
+// hold time three keepalives). Herald's default for the missing one
+// (30 s, 90 s) would differ, and a keepalive above the hold time makes
+// the agent refuse the peer config.
+func deriveTimer(hold, keepalive *metav1.Duration, timers *v2alpha1.CiliumBGPTimers, target string, f *findings) {
+	switch {
+	case hold != nil && keepalive == nil && timers.HoldTimeSeconds != nil:
+		timers.KeepAliveTimeSeconds = ptr.To(max(*timers.HoldTimeSeconds/3, 1))
+		f.add("spec.keepaliveTime", Exact, target+"keepAliveTimeSeconds",
+			fmt.Sprintf("not set: %d s, a third of the hold time, as MetalLB", *timers.KeepAliveTimeSeconds))
+	case hold == nil && keepalive != nil && timers.KeepAliveTimeSeconds != nil:
+		secs := 3 * int64(*timers.KeepAliveTimeSeconds)
+		if secs > 65535 {
+			f.add("spec.holdTime", Approximate, target+"holdTimeSeconds",
+				fmt.Sprintf("not set: MetalLB takes three keepalives (%d s), Herald accepts at most 65535 s", secs))
+			secs = 65535
+		} else {
+			f.add("spec.holdTime", Exact, target+"holdTimeSeconds",
+				fmt.Sprintf("not set: %d s, three keepalives, as MetalLB", secs))
+		}
+		timers.HoldTimeSeconds = ptr.To(int32(secs))
 	}
 }
 

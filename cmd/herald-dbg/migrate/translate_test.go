@@ -3,10 +3,12 @@ package migrate
 import (
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
+	"github.com/heraldlb/herald/tables"
 )
 
 func TestOrSelectors(t *testing.T) {
@@ -238,5 +240,42 @@ func TestUnnumberedPeer(t *testing.T) {
 	pc, _ := translatePeer(p, nil, nil)
 	if len(pc.Spec.Families) != 2 {
 		t.Errorf("families %+v, want ipv4 and ipv6", pc.Spec.Families)
+	}
+}
+
+// TestTimerAlone: MetalLB derives the timer a BGPPeer leaves out from the
+// other; Herald's default for it would differ, or be refused.
+func TestTimerAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		hold, keepalive         time.Duration
+		wantHold, wantKeepalive int32
+	}{
+		{"hold time below Herald's default keepalive", 10 * time.Second, 0, 10, 3},
+		{"hold time above Herald's default", 9 * time.Minute, 0, 540, 180},
+		{"keepalive only", 0, 60 * time.Second, 180, 60},
+		{"keepalive beyond the hold time Herald takes", 0, 30000 * time.Second, 65535, 30000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p BGPPeer
+			p.Kind, p.Metadata.Name = "BGPPeer", "p"
+			p.Spec.PeerAddress = "198.18.0.1"
+			if tc.hold != 0 {
+				p.Spec.HoldTime = &metav1.Duration{Duration: tc.hold}
+			}
+			if tc.keepalive != 0 {
+				p.Spec.KeepaliveTime = &metav1.Duration{Duration: tc.keepalive}
+			}
+			pc, fs := translatePeer(p, nil, nil)
+			if tm := pc.Spec.Timers; tm == nil || tm.HoldTimeSeconds == nil || tm.KeepAliveTimeSeconds == nil ||
+				*tm.HoldTimeSeconds != tc.wantHold || *tm.KeepAliveTimeSeconds != tc.wantKeepalive {
+				t.Errorf("timers %+v, want hold %d keepalive %d", tm, tc.wantHold, tc.wantKeepalive)
+			}
+			find(t, fs, "spec.holdTime")
+			find(t, fs, "spec.keepaliveTime")
+			if errs := tables.BGPPeerConfigFromK8s(pc).Errors; len(errs) > 0 {
+				t.Errorf("the agent refuses the peer config: %v", errs)
+			}
+		})
 	}
 }
