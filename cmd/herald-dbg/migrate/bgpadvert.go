@@ -47,6 +47,15 @@ func translateBGPAdvert(a BGPAdvertisement, aliases map[string]string) (*v2alpha
 	if len(s.IPAddressPoolSelectors) > 0 {
 		f.add("spec.ipAddressPoolSelectors", Approximate, target+" selector", poolReason)
 	}
+	if len(s.ServiceSelectors) > 0 {
+		if sel, ok := orSelectors(s.ServiceSelectors); ok {
+			ad.Selector = sel
+			f.add("spec.serviceSelectors", Exact, target+" selector", "")
+		} else {
+			f.add("spec.serviceSelectors", None, "",
+				"several selectors of which any may match cannot be one LabelSelector; the advertisement now announces every Service: write one advertisement per selector")
+		}
+	}
 	ad.Service.AggregationLengthIPv4 = aggregation(&f, "spec.aggregationLength", s.AggregationLength, 32, target+" service.aggregationLengthIPv4")
 	ad.Service.AggregationLengthIPv6 = aggregation(&f, "spec.aggregationLengthV6", s.AggregationLengthV6, 128, target+" service.aggregationLengthIPv6")
 	if s.LocalPref != 0 {

@@ -46,8 +46,7 @@ func clusterConfigs(peers []BGPPeer) ([]*v2alpha1.CiliumBGPClusterConfig, []Find
 		if ok && sel != nil {
 			f.add("spec.nodeSelectors", Exact, target+" spec.nodeSelector", "")
 		}
-		inst := instance(cc, p.Spec.MyASN)
-		f.add("spec.myASN", Exact, fmt.Sprintf("%s bgpInstances %s localASN", target, inst.Name), "")
+		inst := localASN(cc, p.Spec, target, &f)
 		peer := v2alpha1.CiliumBGPPeer{
 			Name:          p.Metadata.Name,
 			PeerConfigRef: &v2alpha1.PeerConfigReference{Group: v2alpha1.SchemeGroupVersion.Group, Kind: "CiliumBGPPeerConfig", Name: p.Metadata.Name},
@@ -77,6 +76,24 @@ func clusterConfigs(peers []BGPPeer) ([]*v2alpha1.CiliumBGPClusterConfig, []Find
 		}
 	}
 	return out, fs
+}
+
+// localASN returns the instance the peer goes into: that of myASN, or,
+// when the peer has a localASN, that of localASN. MetalLB presents
+// localASN to the peer in place of myASN (FRR's local-as no-prepend
+// replace-as); a peer in myASN's instance would open with myASN, which
+// the router, set up for localASN, refuses.
+func localASN(cc *v2alpha1.CiliumBGPClusterConfig, s BGPPeerSpec, target string, f *findings) *v2alpha1.CiliumBGPInstance {
+	if s.LocalASN == 0 {
+		inst := instance(cc, s.MyASN)
+		f.add("spec.myASN", Exact, fmt.Sprintf("%s bgpInstances %s localASN", target, inst.Name), "")
+		return inst
+	}
+	inst := instance(cc, s.LocalASN)
+	f.add("spec.localASN", Approximate, fmt.Sprintf("%s bgpInstances %s localASN", target, inst.Name),
+		"the peer goes into an instance of that ASN, so it sees localASN alone, as with MetalLB's local-as no-prepend replace-as; the node runs that instance as a BGP speaker of its own beside myASN's")
+	f.add("spec.myASN", Exact, "", "not presented to this peer: localASN replaces it, in MetalLB as in Herald")
+	return inst
 }
 
 // instance returns the cluster config's instance of an ASN, adding it.

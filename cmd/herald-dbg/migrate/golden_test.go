@@ -5,8 +5,11 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/heraldlb/herald/api/cilium.io/v2alpha1"
 	"github.com/heraldlb/herald/tables"
@@ -43,7 +46,7 @@ func TestGolden(t *testing.T) {
 			if len(res.Findings) == 0 {
 				t.Fatal("no findings")
 			}
-			checkPools(t, res)
+			checkAgentAccepts(t, res)
 			var out bytes.Buffer
 			if err := res.Render(&out); err != nil {
 				t.Fatal(err)
@@ -66,16 +69,35 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// checkPools runs every translated pool through the agent's own parser,
-// which reports blocks and selectors it would refuse.
-func checkPools(t *testing.T, res Result) {
+// checkAgentAccepts runs every translated object through the agent's own
+// parsers, which report what the agent would refuse.
+func checkAgentAccepts(t *testing.T, res Result) {
 	t.Helper()
 	for _, obj := range res.Objects {
-		if p, ok := obj.(*v2alpha1.CiliumLoadBalancerIPPool); ok {
-			row := tables.LBPoolFromK8s(p)
-			if len(row.BlockErrors) > 0 || row.SelectorError != "" {
-				t.Errorf("pool %s: %v %s", p.Name, row.BlockErrors, row.SelectorError)
+		var errs []string
+		switch o := obj.(type) {
+		case *v2alpha1.CiliumLoadBalancerIPPool:
+			row := tables.LBPoolFromK8s(o)
+			errs = append(row.BlockErrors, row.SelectorError)
+		case *v2alpha1.CiliumL2AnnouncementPolicy:
+			row := tables.L2PolicyFromK8s(o)
+			errs = []string{row.ServiceSelectorError, row.NodeSelectorError, row.InterfaceError}
+		case *v2alpha1.CiliumBGPAdvertisement:
+			errs = tables.BGPAdvertisementFromK8s(o).Errors()
+		case *v2alpha1.CiliumBGPPeerConfig:
+			row := tables.BGPPeerConfigFromK8s(o)
+			errs = append(row.Errors, row.SelectorErrors()...)
+		case *v2alpha1.CiliumBGPClusterConfig:
+			row := tables.BGPClusterConfigFromK8s(o)
+			errs = []string{row.NodeSelectorError}
+			for _, inst := range row.Instances {
+				for _, p := range inst.Peers {
+					errs = append(errs, p.AddressError)
+				}
 			}
+		}
+		if errs = slices.DeleteFunc(errs, func(e string) bool { return e == "" }); len(errs) > 0 {
+			t.Errorf("the agent refuses %T %s: %v", obj, obj.(metav1.Object).GetName(), errs)
 		}
 	}
 }

@@ -39,6 +39,19 @@ func translateL2(a L2Advertisement) (*v2alpha1.CiliumL2AnnouncementPolicy, []Fin
 				"several selectors of which any may match cannot be one LabelSelector; the policy now lets every node announce: write one policy per selector")
 		}
 	}
+	if len(a.Spec.ServiceSelectors) > 0 {
+		if sel, ok := orSelectors(a.Spec.ServiceSelectors); ok {
+			policy.Spec.ServiceSelector = sel
+			f.add("spec.serviceSelectors", Exact, target+" spec.serviceSelector", "")
+		} else {
+			f.add("spec.serviceSelectors", None, "",
+				"several selectors of which any may match cannot be one LabelSelector; the policy now announces Services none of them selects: write one policy per selector")
+		}
+	}
+	if len(a.Spec.PreferredNodeSelectors) > 0 {
+		f.add("spec.preferredNodeSelectors", None, "",
+			"Herald elects the announcing node among those the policy selects without preferring any; to announce only from the preferred nodes, select them with spec.nodeSelector (a hard filter: no fallback to the others)")
+	}
 	for i, name := range a.Spec.Interfaces {
 		policy.Spec.Interfaces = append(policy.Spec.Interfaces, "^"+regexp.QuoteMeta(name)+"$")
 		f.add(fmt.Sprintf("spec.interfaces[%d] %q", i, name), Exact, fmt.Sprintf("%s spec.interfaces[%d]", target, i), "a regular expression matching that name only")

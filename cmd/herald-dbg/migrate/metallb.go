@@ -5,7 +5,8 @@ import (
 )
 
 // The MetalLB objects are decoded into the small structs below, which hold
-// the fields of MetalLB v0.15's metallb.io/v1beta1 and v1beta2 API that
+// the fields of MetalLB v0.16's metallb.io/v1beta1 and v1beta2 API (and
+// the L2Advertisement's preferredNodeSelectors of its development branch) that
 // the translation reads. Importing MetalLB's Go module instead would pull
 // controller-runtime and FRR's types into herald-dbg for a handful of
 // fields. Unknown fields are ignored by the decoder.
@@ -52,6 +53,11 @@ type L2Advertisement struct {
 		IPAddressPoolSelectors []metav1.LabelSelector `json:"ipAddressPoolSelectors,omitempty"`
 		NodeSelectors          []metav1.LabelSelector `json:"nodeSelectors,omitempty"`
 		Interfaces             []string               `json:"interfaces,omitempty"`
+		ServiceSelectors       []metav1.LabelSelector `json:"serviceSelectors,omitempty"`
+		PreferredNodeSelectors []struct {
+			Weight     int32                `json:"weight"`
+			Preference metav1.LabelSelector `json:"preference"`
+		} `json:"preferredNodeSelectors,omitempty"`
 	} `json:"spec"`
 }
 
@@ -66,6 +72,7 @@ type BGPPeer struct {
 type BGPPeerSpec struct {
 	MyASN          uint32                 `json:"myASN"`
 	PeerASN        uint32                 `json:"peerASN,omitempty"`
+	LocalASN       uint32                 `json:"localASN,omitempty"`
 	DynamicASN     string                 `json:"dynamicASN,omitempty"`
 	PeerAddress    string                 `json:"peerAddress,omitempty"`
 	Interface      string                 `json:"interface,omitempty"`
@@ -101,6 +108,7 @@ type BGPAdvertisement struct {
 		IPAddressPoolSelectors []metav1.LabelSelector `json:"ipAddressPoolSelectors,omitempty"`
 		NodeSelectors          []metav1.LabelSelector `json:"nodeSelectors,omitempty"`
 		Peers                  []string               `json:"peers,omitempty"`
+		ServiceSelectors       []metav1.LabelSelector `json:"serviceSelectors,omitempty"`
 	} `json:"spec"`
 }
 
