@@ -65,24 +65,32 @@ func (in *Input) add(raw json.RawMessage, source string) error {
 		})
 		return nil
 	}
+	var err error
 	switch head.Kind {
 	case "IPAddressPool":
-		return decodeInto(raw, &in.Pools, in)
+		err = decodeInto(raw, &in.Pools, in)
 	case "L2Advertisement":
-		return decodeInto(raw, &in.L2, in)
+		err = decodeInto(raw, &in.L2, in)
 	case "BGPPeer":
-		return decodeInto(raw, &in.Peers, in)
+		err = decodeInto(raw, &in.Peers, in)
 	case "BGPAdvertisement":
-		return decodeInto(raw, &in.BGPAdverts, in)
+		err = decodeInto(raw, &in.BGPAdverts, in)
 	case "Community":
-		return decodeInto(raw, &in.Communities, in)
+		err = decodeInto(raw, &in.Communities, in)
 	case "BFDProfile":
-		return decodeInto(raw, &in.BFDProfiles, in)
+		err = decodeInto(raw, &in.BFDProfiles, in)
+	default:
+		in.Findings = append(in.Findings, Finding{
+			Source: head.Ref(), Verdict: None,
+			Reason: fmt.Sprintf("Herald has no equivalent of MetalLB's %s (%s)", head.Kind, source),
+		})
+		return nil
 	}
-	in.Findings = append(in.Findings, Finding{
-		Source: head.Ref(), Verdict: None,
-		Reason: fmt.Sprintf("Herald has no equivalent of MetalLB's %s (%s)", head.Kind, source),
-	})
+	if err != nil {
+		// A List (kubectl get -o yaml, or the cluster's) holds many
+		// objects: say which one is malformed.
+		return fmt.Errorf("%s: %w", head.Ref(), err)
+	}
 	return nil
 }
 

@@ -279,3 +279,26 @@ func TestTimerAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeNamesObject: a malformed object in a List (kubectl get -o
+// yaml, or the cluster's) is named in the error, beside the file.
+func TestDecodeNamesObject(t *testing.T) {
+	const doc = `
+apiVersion: v1
+kind: List
+items:
+- apiVersion: metallb.io/v1beta1
+  kind: IPAddressPool
+  metadata: {name: good, namespace: metallb-system}
+  spec: {addresses: [198.18.0.0/24]}
+- apiVersion: metallb.io/v1beta1
+  kind: IPAddressPool
+  metadata: {name: broken, namespace: metallb-system}
+  spec: {addresses: 198.18.1.0/24}
+`
+	var in Input
+	err := in.Decode(strings.NewReader(doc), "backup.yaml")
+	if err == nil || !strings.Contains(err.Error(), "backup.yaml") || !strings.Contains(err.Error(), "IPAddressPool metallb-system/broken") {
+		t.Fatalf("error %v, want one naming backup.yaml and IPAddressPool metallb-system/broken", err)
+	}
+}
