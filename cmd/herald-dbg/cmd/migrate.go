@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
@@ -76,15 +77,17 @@ included. --only picks parts (lb-ipam, l2, bgp), for a takeover in steps.`,
 	return m
 }
 
-// metallbResources are MetalLB's kinds, at the version MetalLB v0.15
-// serves and stores.
-var metallbResources = []schema.GroupVersionResource{
-	{Group: migrate.Group, Version: "v1beta1", Resource: "ipaddresspools"},
-	{Group: migrate.Group, Version: "v1beta1", Resource: "l2advertisements"},
-	{Group: migrate.Group, Version: "v1beta2", Resource: "bgppeers"},
-	{Group: migrate.Group, Version: "v1beta1", Resource: "bgpadvertisements"},
-	{Group: migrate.Group, Version: "v1beta1", Resource: "communities"},
-	{Group: migrate.Group, Version: "v1beta1", Resource: "bfdprofiles"},
+// metallbResources are MetalLB's kinds, each at the versions to list it
+// at, first served first: the version MetalLB v0.16 serves and stores,
+// then, for BGPPeer, the v1beta1 that MetalLB before v0.13.10 serves
+// alone.
+var metallbResources = [][]schema.GroupVersionResource{
+	{{Group: migrate.Group, Version: "v1beta1", Resource: "ipaddresspools"}},
+	{{Group: migrate.Group, Version: "v1beta1", Resource: "l2advertisements"}},
+	{{Group: migrate.Group, Version: "v1beta2", Resource: "bgppeers"}, {Group: migrate.Group, Version: "v1beta1", Resource: "bgppeers"}},
+	{{Group: migrate.Group, Version: "v1beta1", Resource: "bgpadvertisements"}},
+	{{Group: migrate.Group, Version: "v1beta1", Resource: "communities"}},
+	{{Group: migrate.Group, Version: "v1beta1", Resource: "bfdprofiles"}},
 }
 
 // readMetalLB decodes the files, or else lists MetalLB's objects from the
@@ -107,22 +110,36 @@ func readMetalLB(ctx context.Context, in *migrate.Input, files []string, dyn dyn
 	if len(files) > 0 {
 		return nil
 	}
-	for _, gvr := range metallbResources {
-		list, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+	for _, versions := range metallbResources {
+		list, err := listServed(ctx, dyn, versions, ns)
+		gr := versions[0].GroupResource()
 		if apierrors.IsNotFound(err) {
-			fmt.Fprintf(os.Stderr, "herald-dbg: the cluster serves no %s: skipped\n", gvr.GroupResource())
+			fmt.Fprintf(os.Stderr, "herald-dbg: the cluster serves no %s: skipped\n", gr)
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
+			return fmt.Errorf("listing %s: %w", gr, err)
 		}
 		data, err := list.MarshalJSON()
 		if err != nil {
 			return err
 		}
-		if err := in.Decode(bytes.NewReader(data), "the cluster's "+gvr.GroupResource().String()); err != nil {
+		if err := in.Decode(bytes.NewReader(data), "the cluster's "+gr.String()); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// listServed lists the resource at the first of its versions the cluster
+// serves; NotFound when it serves none.
+func listServed(ctx context.Context, dyn dynamic.Interface, versions []schema.GroupVersionResource, ns string) (*unstructured.UnstructuredList, error) {
+	var err error
+	for _, gvr := range versions {
+		var list *unstructured.UnstructuredList
+		if list, err = dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsNotFound(err) {
+			return list, err
+		}
+	}
+	return nil, err
 }
