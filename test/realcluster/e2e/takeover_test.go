@@ -76,14 +76,16 @@ func testTakeoverFromMetalLB(t *testing.T) {
 		kubectlQuiet("delete", "--ignore-not-found", "ciliumloadbalancerippool/vips", "ciliuml2announcementpolicy/vips")
 	})
 	t.Logf("%s takeover", time.Now().Format("15:04:05.000"))
-	logTakeover(t, "takeover", takeOver(t, ns, before, vips))
+	reports, l2advertisements := takeOver(t, ns, before, vips)
+	logTakeover(t, "takeover", reports)
 	// Rolling back, as documented, with MetalLB still installed: MetalLB
 	// answers and allocates again, no IP changes.
 	t.Logf("%s rollback", time.Now().Format("15:04:05.000"))
-	logTakeover(t, "rollback", rollBack(t, ns, before, vips))
+	logTakeover(t, "rollback", rollBack(t, ns, before, vips, l2advertisements))
 	// And over again, this time to the end: MetalLB goes.
 	t.Logf("%s takeover again", time.Now().Format("15:04:05.000"))
-	logTakeover(t, "takeover after the rollback", takeOver(t, ns, before, vips))
+	reports, _ = takeOver(t, ns, before, vips)
+	logTakeover(t, "takeover after the rollback", reports)
 	removeMetalLB(t, manifest)
 	for _, vip := range vips {
 		ownerOf(t, vip) // Herald answers for every one, one MAC each
@@ -118,8 +120,9 @@ func testTakeoverFromMetalLB(t *testing.T) {
 // takeOver runs steps 4 to 7 of the takeover (migrating-from-metallb.md)
 // while the client watches the VIPs: from MetalLB allocating and
 // answering to Herald doing both. It returns what the client saw, its
-// double answers judged by judgeTakeover.
-func takeOver(t *testing.T, ns string, before map[string]netip.Addr, vips []netip.Addr) map[netip.Addr]vipReport {
+// double answers judged by judgeTakeover, and MetalLB's L2Advertisements
+// as step 7 saves them for a rollback.
+func takeOver(t *testing.T, ns string, before map[string]netip.Addr, vips []netip.Addr) (map[netip.Addr]vipReport, string) {
 	t.Helper()
 	watch := watchVIPsEvery(t, takeoverProbeEvery, vips...)
 	// MetalLB's controller stops allocating; the IPs stay in the Services' status.
@@ -139,11 +142,12 @@ func takeOver(t *testing.T, ns string, before map[string]netip.Addr, vips []neti
 	})
 	// MetalLB stops answering; Herald answers within its probe retry.
 	// MetalLB withdraws at once, so a reply a second later is Herald's.
-	kubectl(t, "-n", metallbNS, "delete", "l2advertisement", "vips")
+	saved := kubectl(t, "-n", metallbNS, "get", "l2advertisements", "-o", "yaml")
+	kubectl(t, "-n", metallbNS, "delete", "l2advertisements", "--all")
 	waitAnswered(t, watch, time.Now().Add(time.Second))
 	reports := watch.report(t)
 	judgeTakeover(t, reports, policy)
-	return reports
+	return reports, saved
 }
 
 // judgeTakeover sorts a takeover's double answers by who gave them.
@@ -179,21 +183,24 @@ func judgeTakeover(t *testing.T, reports map[netip.Addr]vipReport, policy time.T
 }
 
 // rollBack runs the rollback of migrating-from-metallb.md while the
-// client watches the VIPs: Herald's L2 policy goes first, then MetalLB's
-// L2Advertisement comes back, Herald stops allocating and MetalLB's
-// controller starts again. MetalLB keeps every IP and gives a new Service
-// one of its pool. Until MetalLB answers again, a double answer would be
-// Herald's and fails the test; after, MetalLB's own are logged.
-func rollBack(t *testing.T, ns string, before map[string]netip.Addr, vips []netip.Addr) map[netip.Addr]vipReport {
+// client watches the VIPs: Herald's L2 policy goes first, Herald stops
+// allocating, MetalLB's controller starts again (it serves MetalLB's
+// admission webhook, without which its objects cannot be created), then
+// the L2Advertisements saved in step 7 come back. MetalLB keeps every IP
+// and gives a new Service one of its pool. Until MetalLB answers again, a
+// double answer would be Herald's and fails the test; after, MetalLB's
+// own are logged.
+func rollBack(t *testing.T, ns string, before map[string]netip.Addr, vips []netip.Addr, l2advertisements string) map[netip.Addr]vipReport {
 	t.Helper()
 	watch := watchVIPsEvery(t, takeoverProbeEvery, vips...)
 	kubectl(t, "delete", "ciliuml2announcementpolicy", "vips")
 	waitSilent(t, watch, len(vips))
-	back := time.Now()
-	kubectlStdin(t, metallbConfig, "apply", "-f", "-")
-	waitAnswered(t, watch, back)
 	helmSet(t, "defaultLBServiceIPAM=none")
 	kubectl(t, "-n", metallbNS, "scale", "deployment/controller", "--replicas=1")
+	kubectl(t, "-n", metallbNS, "rollout", "status", "deployment/controller", "--timeout=5m")
+	back := time.Now()
+	kubectlStdin(t, l2advertisements, "create", "-f", "-")
+	waitAnswered(t, watch, back)
 	_, ip := loadBalancer(t, ns, "rollback", func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "web"} })
 	if !netip.MustParsePrefix(vipPool).Contains(ip) || slices.Contains(slices.Collect(maps.Values(before)), ip) {
 		t.Fatalf("after the rollback MetalLB gave a new Service %s: want a free address of its pool %s", ip, vipPool)
