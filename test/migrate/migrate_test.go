@@ -133,7 +133,10 @@ func TestApplyConflict(t *testing.T) {
 // do, then that their translation applies.
 func TestFromCluster(t *testing.T) {
 	files := []string{"configsamples/ipaddresspool_with_selector.yaml", "configsamples/bgppeer_with_bfdprofile.yaml",
-		"configsamples/bgpadvertisement_community_alias.yaml", "docs/advanced_l2_configuration-03.yaml"}
+		"configsamples/bgpadvertisement_community_alias.yaml", "docs/advanced_l2_configuration-03.yaml",
+		// MetalLB v0.16's serviceSelectors and localASN, through its CRDs.
+		"docs-v0.16.1/advanced_l2_configuration-06.yaml", "docs-v0.16.1/advanced_bgp_configuration-07.yaml",
+		"docs-v0.16.1/advanced_bgp_configuration-15.yaml"}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "metallb-system"}}
 	if _, err := testCluster.Client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -147,8 +150,10 @@ func TestFromCluster(t *testing.T) {
 	// API server filled in defaults (autoAssign, peerPort, aggregationLength).
 	fromFiles := objects(herald(t, append([]string{"migrate", "metallb"}, args...)...))
 	fromCluster := objects(herald(t, "migrate", "metallb", "-n", "metallb-system"))
-	if !strings.Contains(fromFiles, "kind: CiliumBGPPeerConfig") {
-		t.Fatalf("no peer config translated from the files:\n%s", fromFiles)
+	for _, want := range []string{"kind: CiliumBGPPeerConfig", "localASN: 65410", "environment: production", "tier: frontend"} {
+		if !strings.Contains(fromFiles, want) {
+			t.Fatalf("no %q in the translation of the files:\n%s", want, fromFiles)
+		}
 	}
 	if fromCluster != fromFiles {
 		t.Fatalf("from the cluster:\n%s\nfrom the files:\n%s", fromCluster, fromFiles)
@@ -159,8 +164,20 @@ func TestFromCluster(t *testing.T) {
 			t.Errorf("%s: %s", ref, outcome)
 		}
 	}
-	if len(applied(out)) != 5 {
-		t.Fatalf("applied %v, want 5 objects\n%s", applied(out), out)
+	objs := strings.Count(fromFiles, "\n---\n")
+	if len(applied(out)) != objs {
+		t.Fatalf("applied %v, want %d objects\n%s", applied(out), objs, out)
+	}
+	// A second run changes nothing, the BGP objects (BFD, communities,
+	// timers) included, and says so object by object.
+	again := herald(t, "migrate", "metallb", "-n", "metallb-system", "--apply")
+	for ref, outcome := range applied(again) {
+		if outcome != "unchanged" {
+			t.Errorf("second apply: %s: %s", ref, outcome)
+		}
+	}
+	if len(applied(again)) != objs {
+		t.Fatalf("second apply: %v, want %d objects\n%s", applied(again), objs, again)
 	}
 	pc, err := clientset.CiliumV2alpha1().CiliumBGPPeerConfigs().Get(context.Background(), "peer", metav1.GetOptions{})
 	if err != nil || pc.Spec.BFD == nil || *pc.Spec.BFD.ReceiveIntervalMilliseconds != 380 {
