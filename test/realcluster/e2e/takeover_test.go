@@ -183,21 +183,22 @@ func judgeTakeover(t *testing.T, reports map[netip.Addr]vipReport, policy time.T
 }
 
 // rollBack runs the rollback of migrating-from-metallb.md while the
-// client watches the VIPs: Herald's L2 policy goes first, Herald stops
-// allocating, MetalLB's controller starts again (it serves MetalLB's
-// admission webhook, without which its objects cannot be created), then
-// the L2Advertisements saved in step 7 come back. MetalLB keeps every IP
+// client watches the VIPs: Herald stops allocating and MetalLB's
+// controller starts again (it serves MetalLB's admission webhook, without
+// which its objects cannot be created) while Herald still answers; then
+// Herald's L2 policy goes, and the L2Advertisements saved in step 7 come
+// back. MetalLB keeps every IP
 // and gives a new Service one of its pool. Until MetalLB answers again, a
 // double answer would be Herald's and fails the test; after, MetalLB's
 // own are logged.
 func rollBack(t *testing.T, ns string, before map[string]netip.Addr, vips []netip.Addr, l2advertisements string) map[netip.Addr]vipReport {
 	t.Helper()
 	watch := watchVIPsEvery(t, takeoverProbeEvery, vips...)
-	kubectl(t, "delete", "ciliuml2announcementpolicy", "vips")
-	waitSilent(t, watch, len(vips))
 	helmSet(t, "defaultLBServiceIPAM=none")
 	kubectl(t, "-n", metallbNS, "scale", "deployment/controller", "--replicas=1")
 	kubectl(t, "-n", metallbNS, "rollout", "status", "deployment/controller", "--timeout=5m")
+	kubectl(t, "delete", "ciliuml2announcementpolicy", "vips")
+	waitSilent(t, watch, len(vips))
 	back := time.Now()
 	kubectlStdin(t, l2advertisements, "create", "-f", "-")
 	waitAnswered(t, watch, back)
