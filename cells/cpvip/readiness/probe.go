@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/cilium/hive/cell"
@@ -110,25 +109,21 @@ func (pr *prober) probe(ctx context.Context) (ok bool, outcome string) {
 	resp, err := pr.client.Do(req)
 	if err != nil {
 		pr.probes.WithLabelValues("error").Inc()
-		return false, err.Error()
+		return false, err.Error() + errorHint(err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
+	switch {
+	case resp.StatusCode == http.StatusOK:
 		pr.probes.WithLabelValues("ok").Inc()
 		return true, "ready"
-	case http.StatusNotFound, http.StatusUnauthorized, http.StatusForbidden:
+	case wrongStatus(resp.StatusCode):
 		pr.probes.WithLabelValues("error").Inc()
 		return false, fmt.Sprintf("GET %s answered %s", pr.Config.ReadyzURL, resp.Status) + wrongURLHint
 	}
 	pr.probes.WithLabelValues("not-ready").Inc()
 	return false, fmt.Sprintf("GET %s answered %s", pr.Config.ReadyzURL, resp.Status)
 }
-
-// wrongURLHint ends the outcome of an answer that no API server's
-// /readyz gives: the URL is likely wrong.
-const wrongURLHint = ": is readyz-url the API server's /readyz?"
 
 // record applies the thresholds, and logs and publishes what changed.
 func (pr *prober) record(ok bool, outcome string, health cell.Health) {
@@ -139,10 +134,10 @@ func (pr *prober) record(ok bool, outcome string, health cell.Health) {
 	if !changed && outcome == pr.last {
 		return
 	}
-	if strings.HasSuffix(outcome, wrongURLHint) && outcome != pr.last {
+	if hinted(outcome) && outcome != pr.last {
 		// Said here, once: a node that was never eligible (a cold start,
 		// the first node) has no change of eligibility to log it with.
-		pr.Log.Warn("The local API server's readiness endpoint answers what no /readyz does: this node cannot become eligible",
+		pr.Log.Warn("The readiness probe fails because of its settings, not the API server: this node cannot become eligible",
 			"url", pr.Config.ReadyzURL, "reason", outcome)
 	}
 	pr.last = outcome

@@ -25,7 +25,7 @@ func TestWrongURLLogged(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.NotFound(w, nil) }))
 	defer srv.Close()
 	var logs bytes.Buffer
-	pr := newTestProber(t, srv.URL+"/readyzz", slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	pr := newTestProber(t, srv.URL+"/readyzz", slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})), "")
 	for range 5 {
 		ok, outcome := pr.probe(context.Background())
 		pr.record(ok, outcome, nopHealth{})
@@ -39,10 +39,10 @@ func TestWrongURLLogged(t *testing.T) {
 	}
 }
 
-func newTestProber(t *testing.T, url string, log *slog.Logger) *prober {
+func newTestProber(t *testing.T, url string, log *slog.Logger, ca string) *prober {
 	t.Helper()
 	cfg := cpvipconfig.Defaults
-	cfg.NodeName, cfg.ReadyzURL = "cp1", url
+	cfg.NodeName, cfg.ReadyzURL, cfg.ReadyzCAFile = "cp1", url, ca
 	db := statedb.New()
 	tbl, err := tables.NewControlPlaneReadinessTable(db)
 	if err != nil {
