@@ -109,10 +109,9 @@ func (r *runner) run(ctx context.Context, health cell.Health) error {
 	if err := removeRoutes(); err != nil {
 		r.Log.Warn("Cannot remove the VIP routes of an earlier run", "error", err)
 	}
-	tr, err := startTransport(r.Log, r.cfg.Self, r.cfg.Addr, r.Config.PeerPort, r.secret)
-	if err != nil {
-		health.Degraded("transport", err)
-		return err
+	tr := r.bindTransport(ctx, health)
+	if tr == nil {
+		return nil
 	}
 	r.tr = tr
 	defer tr.stop()

@@ -2,6 +2,7 @@ package election
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"net/netip"
 	"strings"
@@ -52,7 +53,7 @@ func TestMismatchForgotten(t *testing.T) {
 	}
 }
 
-func testRunner(logs *bytes.Buffer) *runner {
+func testRunner(logs io.Writer) *runner {
 	cfg := cpvipconfig.Parsed{Self: "cp1", VIPs: []netip.Addr{netip.MustParseAddr("198.18.0.100")}}
 	for i, n := range []string{"cp1", "cp2", "cp3"} {
 		cfg.Peers = append(cfg.Peers, cpvipconfig.Peer{Name: n, Addr: netip.AddrFrom4([4]byte{198, 18, 0, byte(i + 1)})})
