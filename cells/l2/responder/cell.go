@@ -49,9 +49,12 @@ func (c Config) validate() error {
 	return fmt.Errorf(`l2-responder-mode: %q is not "tcx" or "xdp"`, c.L2ResponderMode)
 }
 
+// AgentPinDir is where under bpf-root the agent's responder pins its maps.
+const AgentPinDir = "herald"
+
 // Cell is the L2 announcements' responder, its maps pinned under
 // <bpf-root>/herald.
-var Cell = NewCell("herald")
+var Cell = NewCell(AgentPinDir)
 
 // NewCell returns a responder whose maps are pinned under <bpf-root>/<pin>:
 // the control-plane VIP agent runs one of its own beside the agent's, on
