@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // wrongURLHint ends the outcome of an answer that no API server's
@@ -18,10 +19,11 @@ const wrongURLHint = ": is readyz-url the API server's /readyz?"
 const certHint = ": is readyz-url's host named by the API server's certificate, and readyz-ca-file its CA?"
 
 // wrongStatus: answers no kube-apiserver's /readyz gives. 400 is what an
-// HTTPS server answers a plain HTTP request (an http:// readyz-url).
+// HTTPS server answers a plain HTTP request (an http:// readyz-url); 403
+// is judged apart (prober.forbidden).
 func wrongStatus(code int) bool {
 	switch code {
-	case http.StatusBadRequest, http.StatusNotFound, http.StatusUnauthorized, http.StatusForbidden:
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusUnauthorized:
 		return true
 	}
 	return false
@@ -45,3 +47,7 @@ func errorHint(err error) string {
 func hinted(outcome string) bool {
 	return strings.HasSuffix(outcome, wrongURLHint) || strings.HasSuffix(outcome, certHint)
 }
+
+// forbiddenGrace: how long 403s in a row count as an API server that is
+// starting, before they count as a wrong readyz-url.
+const forbiddenGrace = 30 * time.Second

@@ -39,6 +39,9 @@ type prober struct {
 	ready   prometheus.Gauge
 	last    string // the last probe's outcome, to log changes of it once
 	started time.Time
+	// forbiddenSince: when the API server began answering 403 in a row;
+	// zero while it does not.
+	forbiddenSince time.Time
 }
 
 func registerProber(p params) error {
@@ -113,16 +116,37 @@ func (pr *prober) probe(ctx context.Context) (ok bool, outcome string) {
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		pr.forbiddenSince = time.Time{}
+	}
 	switch {
 	case resp.StatusCode == http.StatusOK:
 		pr.probes.WithLabelValues("ok").Inc()
 		return true, "ready"
+	case resp.StatusCode == http.StatusForbidden:
+		return false, pr.forbidden(resp.Status, time.Now())
 	case wrongStatus(resp.StatusCode):
 		pr.probes.WithLabelValues("error").Inc()
 		return false, fmt.Sprintf("GET %s answered %s", pr.Config.ReadyzURL, resp.Status) + wrongURLHint
 	}
 	pr.probes.WithLabelValues("not-ready").Inc()
 	return false, fmt.Sprintf("GET %s answered %s", pr.Config.ReadyzURL, resp.Status)
+}
+
+// forbidden judges a 403: an API server that is starting answers so until
+// its roles let anonymous users read /readyz; one that does for longer
+// than forbiddenGrace is taken for a wrong readyz-url.
+func (pr *prober) forbidden(status string, now time.Time) string {
+	if pr.forbiddenSince.IsZero() {
+		pr.forbiddenSince = now
+	}
+	outcome := fmt.Sprintf("GET %s answered %s", pr.Config.ReadyzURL, status)
+	if now.Sub(pr.forbiddenSince) < forbiddenGrace {
+		pr.probes.WithLabelValues("not-ready").Inc()
+		return outcome + " (as a starting API server does until its roles are in place)"
+	}
+	pr.probes.WithLabelValues("error").Inc()
+	return outcome + wrongURLHint
 }
 
 // record applies the thresholds, and logs and publishes what changed.
@@ -137,7 +161,7 @@ func (pr *prober) record(ok bool, outcome string, health cell.Health) {
 	if hinted(outcome) && outcome != pr.last {
 		// Said here, once: a node that was never eligible (a cold start,
 		// the first node) has no change of eligibility to log it with.
-		pr.Log.Warn("The readiness probe fails because of its settings, not the API server: this node cannot become eligible",
+		pr.Log.Warn("The readiness probe fails because of its settings, not the API server: this node is not eligible while it does",
 			"url", pr.Config.ReadyzURL, "reason", outcome)
 	}
 	pr.last = outcome
