@@ -210,9 +210,16 @@ func whyProblems(t *testing.T, cp *ControlPlane, owner *CPNode) []string {
 
 // checkBadInput restarts a non-owner with bad settings, one after the
 // other: each is said in its log and its metrics, the VIP stays with the
-// owner, and a secret too short stops the agent at start.
+// owner, and a secret too short or missing stops the agent at start.
 func checkBadInput(t *testing.T, cp *ControlPlane) {
 	owner := settle(t, cp)
+	// The agents started with the API servers, with the right readyz-url:
+	// what a starting API server answers is no bad input.
+	for _, m := range cp.Nodes {
+		if logs := m.agent.logs(5000); strings.Contains(logs, "is readyz-url the API server's /readyz?") {
+			t.Errorf("%s, with the right readyz-url, logged it as wrong:\n%s", m.Name, agentTail(logs))
+		}
+	}
 	var n *CPNode
 	for _, m := range cp.Nodes {
 		if m != owner {
@@ -225,13 +232,18 @@ func checkBadInput(t *testing.T, cp *ControlPlane) {
 		log         string
 		metric      string
 		metricValue float64
+		atLeast     bool // a counter: metricValue or more
 	}{
 		{"a VIP on no local subnet", []string{"--vips=198.19.77.1," + VIP6.String()},
-			"VIP 198.19.77.1 is on no subnet of a selected device", `herald_control_plane_candidacy_errors{kind="vip-subnet"}`, 1},
+			"VIP 198.19.77.1 is on no subnet of a selected device", `herald_control_plane_candidacy_errors{kind="vip-subnet"}`, 1, false},
 		{"other VIPs than the peers'", []string{"--vips=" + VIP.String()},
-			"A control-plane node is configured differently", "herald_control_plane_peer_config_mismatches", 2},
+			"A control-plane node is configured differently", "herald_control_plane_peer_config_mismatches", 2, false},
 		{"a wrong readyz URL", []string{"--readyz-url=https://127.0.0.1:6443/readyzz"},
-			"is readyz-url the API server's /readyz?", "herald_control_plane_api_server_ready", 0},
+			// The API server answers 403 to anonymous users for any other
+			// path: a wrong URL once that lasts past the grace.
+			"answered 403 Forbidden: is readyz-url the API server's /readyz?", `herald_control_plane_readyz_probes_total{result="error"}`, 1, true},
+		{"an http:// readyz URL", []string{"--readyz-url=http://127.0.0.1:6443/readyz"},
+			"answered 400 Bad Request: is readyz-url the API server's /readyz?", `herald_control_plane_readyz_probes_total{result="error"}`, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := n.StopAgent(); err != nil {
@@ -244,7 +256,7 @@ func checkBadInput(t *testing.T, cp *ControlPlane) {
 			for {
 				v, err := metric(cp, n, tc.metric)
 				logs := n.agent.logs(400)
-				if err == nil && v == tc.metricValue && strings.Contains(logs, tc.log) {
+				if err == nil && (v == tc.metricValue || tc.atLeast && v > tc.metricValue) && strings.Contains(logs, tc.log) {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -264,22 +276,27 @@ func checkBadInput(t *testing.T, cp *ControlPlane) {
 			}
 		})
 	}
-	t.Run("a peer secret too short", func(t *testing.T) {
-		short := filepath.Join(cp.Dir, "short-secret")
-		if err := os.WriteFile(short, []byte("tooshort\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := n.StopAgent(); err != nil {
-			t.Fatal(err)
-		}
-		argv := append(cp.agentArgv(n, nil), "--peer-secret-file="+short)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", n.Host.Netns}, argv...)...).CombinedOutput()
-		if err == nil || !strings.Contains(string(out), "shorter than 16 characters") {
-			t.Fatalf("the agent with a short secret: %v, want an exit saying the secret is too short:\n%s", err, agentTail(string(out)))
-		}
-	})
+	short := filepath.Join(cp.Dir, "short-secret")
+	if err := os.WriteFile(short, []byte("tooshort\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, file, want string }{
+		{"a peer secret too short", short, "shorter than 16 characters"},
+		{"a peer secret missing", filepath.Join(cp.Dir, "no-secret"), "peer-secret-file: open " + filepath.Join(cp.Dir, "no-secret") + ": no such file or directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := n.StopAgent(); err != nil {
+				t.Fatal(err)
+			}
+			argv := append(cp.agentArgv(n, nil), "--peer-secret-file="+tc.file)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", n.Host.Netns}, argv...)...).CombinedOutput()
+			if err == nil || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("the agent with %s: %v, want an exit saying %q:\n%s", tc.name, err, tc.want, agentTail(string(out)))
+			}
+		})
+	}
 	if err := n.StopAgent(); err != nil {
 		t.Fatal(err)
 	}
