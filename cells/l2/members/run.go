@@ -81,9 +81,8 @@ func (r *runner) run(ctx context.Context, health cell.Health) error {
 		}
 	}
 	port := r.Config.L2AnnouncementsPeerPort
-	if err := r.m.start(advertise, port, secret); err != nil {
-		health.Degraded("member protocol", err)
-		return err
+	if !r.startRetrying(ctx, health, advertise, port, secret) {
+		return nil
 	}
 	r.Log.Info("Member protocol started", "address", advertise, "port", port)
 	health.OK(fmt.Sprintf("member protocol on %s", netip.AddrPortFrom(advertise, uint16(port))))
