@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the local control plane needs (tests, demo, CI):
 #   - Debian packages: etcd-server (/usr/bin/etcd), iproute2, openssl, curl, jq;
+#     gcc, the C compiler cgo calls: without one on PATH Go turns cgo off,
+#     and `go test -race` (the unit and integration tests) refuses to run;
 #     for the eBPF datapath (bpf/): clang, llvm, libbpf-dev (to regenerate the
 #     BPF objects), iputils-arping, ndisc6, tcpdump, bpftool (to test and inspect it);
 #     iptables, nftables, conntrack for kube-proxy; qemu-system-x86, cpio for
@@ -39,7 +41,7 @@ die() { echo "ensure-tools: ERROR: $*" >&2; exit 1; }
 # ---------------------------------------------------------------------------
 # Debian packages
 # ---------------------------------------------------------------------------
-packages=(etcd-server iproute2 openssl curl jq clang llvm libbpf-dev iputils-arping iputils-ping ndisc6 tcpdump bpftool iptables nftables conntrack qemu-system-x86 cpio frr containerd runc keepalived systemd)
+packages=(etcd-server iproute2 openssl curl jq gcc clang llvm libbpf-dev iputils-arping iputils-ping ndisc6 tcpdump bpftool iptables nftables conntrack qemu-system-x86 cpio frr containerd runc keepalived systemd)
 missing=()
 for p in "${packages[@]}"; do
 	status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
