@@ -1,13 +1,11 @@
 package election
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,25 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/heraldlb/herald/cells/cpvip/cpvipconfig"
+	"github.com/heraldlb/herald/test/logbuf"
 )
-
-// syncBuffer is a log both the election's goroutine and the test read.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // The election's port taken (or this node's address in --peers not yet
 // on the node, as at boot before DHCP) must not end the election for
@@ -45,7 +26,7 @@ func TestTransportBindRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := taken.Addr().(*net.TCPAddr).Port
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	r := testRunner(&logs)
 	r.cfg.Addr = netip.MustParseAddr("127.0.0.1")
 	r.Config = cpvipconfig.Defaults

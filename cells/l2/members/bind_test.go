@@ -1,7 +1,6 @@
 package members
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -12,25 +11,9 @@ import (
 	"time"
 
 	"github.com/cilium/hive/cell"
+
+	"github.com/heraldlb/herald/test/logbuf"
 )
-
-// lockedBuffer is a log both the runner's goroutine and the test read.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // degradedHealth records the last degraded reason.
 type degradedHealth struct {
@@ -54,7 +37,7 @@ func TestStartRetriedWhilePortTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := taken.Addr().(*net.TCPAddr).Port
-	var logs lockedBuffer
+	var logs logbuf.Buffer
 	r, _ := newTestRunner(t)
 	r.Log = slog.New(slog.NewTextHandler(&logs, nil))
 	r.m = newMembers(r.Log, "node1")
