@@ -136,8 +136,9 @@ type CiliumBGPPeer struct {
 
 	// PeerInterface names the node's interface toward a peer whose
 	// peerAddress is IPv6 link-local (fe80::/10): the session runs to
-	// that address over that interface (Cilium's cilium.io/v2 field). For
-	// a peer with no address at all, use autoDiscovery mode Unnumbered.
+	// that address over that interface (a Herald extension: Cilium's
+	// schema has no such field). For a peer with no address at all, use
+	// autoDiscovery mode Unnumbered.
 	//
 	// +kubebuilder:validation:Optional
 	// +kubebuilder:validation:MinLength=1
@@ -181,7 +182,8 @@ type BGPAutoDiscovery struct {
 
 	// DefaultGateway configures mode DefaultGateway (the route's gateway
 	// is the peer) and may configure mode Unnumbered (only the interface
-	// the route leaves by is taken).
+	// the route leaves by is taken; a Herald extension, Cilium's mode
+	// Unnumbered takes unnumbered only).
 	//
 	// +kubebuilder:validation:Optional
 	DefaultGateway *DefaultGateway `json:"defaultGateway,omitempty"`
