@@ -44,24 +44,35 @@ func sessionAddrs() []string {
 // until every session is up on both sides.
 func setBFD(tb testing.TB, on bool) {
 	tb.Helper()
+	var bfd *v2alpha1.CiliumBGPBFD
+	if on {
+		bfd = &v2alpha1.CiliumBGPBFD{ReceiveIntervalMilliseconds: ptr.To[int32](bfdIntervalMs),
+			TransmitIntervalMilliseconds: ptr.To[int32](bfdIntervalMs), DetectMultiplier: ptr.To[int32](bfdMult)}
+	}
+	setPeerConfigsBFD(tb, bfd)
+	if on {
+		waitBFDUp(tb)
+	}
+}
+
+// setPeerConfigsBFD sets spec.bfd of the shared peer configs, and turns
+// FRR's BFD with every node's addresses on (the profile) or off.
+func setPeerConfigsBFD(tb testing.TB, bfd *v2alpha1.CiliumBGPBFD) {
+	tb.Helper()
 	ctx := context.Background()
 	for _, name := range []string{peerConfigV4, peerConfigV6} {
 		pc, err := herald.CiliumV2alpha1().CiliumBGPPeerConfigs().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			tb.Fatal(err)
 		}
-		pc.Spec.BFD = nil
-		if on {
-			pc.Spec.BFD = &v2alpha1.CiliumBGPBFD{ReceiveIntervalMilliseconds: ptr.To[int32](bfdIntervalMs),
-				TransmitIntervalMilliseconds: ptr.To[int32](bfdIntervalMs), DetectMultiplier: ptr.To[int32](bfdMult)}
-		}
+		pc.Spec.BFD = bfd
 		if _, err := herald.CiliumV2alpha1().CiliumBGPPeerConfigs().Update(ctx, pc, metav1.UpdateOptions{}); err != nil {
 			tb.Fatal(err)
 		}
 	}
 	lines := []string{fmt.Sprintf("router bgp %d", routerASN)}
 	for _, a := range sessionAddrs() {
-		if on {
+		if bfd != nil {
 			lines = append(lines, fmt.Sprintf("neighbor %s bfd profile %s", a, bfdProfile))
 		} else {
 			lines = append(lines, fmt.Sprintf("no neighbor %s bfd", a))
@@ -69,9 +80,6 @@ func setBFD(tb testing.TB, on bool) {
 	}
 	if err := router.Configure(lines...); err != nil {
 		tb.Fatal(err)
-	}
-	if on {
-		waitBFDUp(tb)
 	}
 }
 

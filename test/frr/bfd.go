@@ -28,6 +28,8 @@ type BFDCounters struct {
 	Peer        string `json:"peer"`
 	SessionUp   int    `json:"session-up"`
 	SessionDown int    `json:"session-down"`
+	// ControlIn counts the control packets received from the peer.
+	ControlIn int `json:"control-packet-input"`
 }
 
 // BFDPeers returns bfdd's sessions by peer address (the router needs

@@ -152,7 +152,8 @@ type CiliumBGPBFD struct {
 	TransmitIntervalMilliseconds *int32 `json:"transmitIntervalMilliseconds,omitempty"`
 
 	// DetectMultiplier: the peer declares this node down after this many
-	// of its receive intervals without a packet.
+	// intervals without a packet, each the longer of this node's
+	// transmitIntervalMilliseconds and the peer's receive interval.
 	//
 	// +kubebuilder:validation:Optional
 	// +kubebuilder:validation:Minimum=1
