@@ -192,6 +192,12 @@ type Neighbor struct {
 	// AcceptedPrefixes counts the prefixes accepted from the neighbor by
 	// address family as FRR names it ("ipv4Unicast", "ipv6Unicast").
 	AcceptedPrefixes map[string]int
+	// SentPrefixes counts the prefixes FRR sends the neighbor, by address
+	// family.
+	SentPrefixes map[string]int
+	// UpdatesSent and UpdatesReceived count UPDATE messages, over every
+	// session FRR had with the neighbor.
+	UpdatesSent, UpdatesReceived int
 }
 
 type jsonNeighbor struct {
@@ -213,7 +219,12 @@ type jsonNeighbor struct {
 	} `json:"gracefulRestartInfo"`
 	AddressFamilyInfo map[string]struct {
 		AcceptedPrefixCounter int `json:"acceptedPrefixCounter"`
+		SentPrefixCounter     int `json:"sentPrefixCounter"`
 	} `json:"addressFamilyInfo"`
+	MessageStats struct {
+		UpdatesSent int `json:"updatesSent"`
+		UpdatesRecv int `json:"updatesRecv"`
+	} `json:"messageStats"`
 }
 
 // Neighbors reads every neighbor, keyed by address.
@@ -258,12 +269,16 @@ func parseNeighbors(out []byte) (map[string]Neighbor, error) {
 			ConnectionsEstablished: j.ConnectionsEstablished,
 			ConnectionsDropped:     j.ConnectionsDropped,
 			AcceptedPrefixes:       map[string]int{},
+			SentPrefixes:           map[string]int{},
+			UpdatesSent:            j.MessageStats.UpdatesSent,
+			UpdatesReceived:        j.MessageStats.UpdatesRecv,
 		}
 		if j.LastNotificationReason != nil {
 			n.LastNotification = *j.LastNotificationReason
 		}
 		for af, info := range j.AddressFamilyInfo {
 			n.AcceptedPrefixes[af] = info.AcceptedPrefixCounter
+			n.SentPrefixes[af] = info.SentPrefixCounter
 		}
 		ns[addr] = n
 	}
