@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldlb/herald/cells/bgp"
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
+	"github.com/heraldlb/herald/cells/ground/binarypages"
 	"github.com/heraldlb/herald/cells/ground/dbgshell"
 	"github.com/heraldlb/herald/cells/ground/devices"
 	"github.com/heraldlb/herald/cells/ground/election"
@@ -62,6 +63,10 @@ var Cells = []cell.Cell{
 	l2.Cell,
 	// The BGP control plane.
 	bgp.Cell,
+
+	// Once everything above has started: the pages of the binary that
+	// only the start needed go back to the kernel.
+	binarypages.Cell,
 
 	// Readiness: /healthz answers OK once everything above has started.
 	health.Started,
