@@ -10,6 +10,10 @@
 // file on its next use, as after any reclaim by the kernel. Measured in
 // Documentation/benchmarks.md ("The binary's pages after the start").
 //
+// The kernel pages out a file's pages only for a process that owns the file
+// or may write it (the image's binary and the agent are root's); for any
+// other it leaves them mapped, which the log line's RssFile figures show.
+//
 // Reads: /proc/self/maps and /proc/self/status. Writes: nothing.
 package binarypages
 
