@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heraldlb/herald/cells/ground/agentconfig"
+	"github.com/heraldlb/herald/cells/ground/binarypages"
 	"github.com/heraldlb/herald/cells/ground/dbgshell"
 )
 
@@ -74,6 +75,7 @@ func run(h *hive.Hive, effective *agentconfig.Effective, configDir, logLevel *st
 		if withKlog {
 			klog.SetSlogLogger(log)
 		}
+		releaseInitPages(cmd.Flags())
 		return h.Run(log)
 	}
 }
@@ -103,4 +105,17 @@ func refuseLibraryFlags(flags *pflag.FlagSet, envPrefix string) error {
 		}
 	}
 	return nil
+}
+
+// releaseInitPages gives back, before the hive is built, the binary's pages
+// that only the packages' initialisation needed, when release-startup-pages
+// is on, so that they are not resident still while the cells start: the
+// agent's peak then stays lower too. The binarypages cell releases again
+// once the cells have started, and logs what it did or why it could not.
+func releaseInitPages(flags *pflag.FlagSet) {
+	f := flags.Lookup(binarypages.Flag)
+	if f == nil || f.Value.String() != "true" {
+		return
+	}
+	_, _ = binarypages.Release()
 }

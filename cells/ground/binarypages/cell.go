@@ -34,8 +34,11 @@ type Config struct {
 // Defaults: on.
 var Defaults = Config{ReleaseStartupPages: true}
 
+// Flag is the option's name.
+const Flag = "release-startup-pages"
+
 func (def Config) Flags(flags *pflag.FlagSet) {
-	flags.Bool("release-startup-pages", def.ReleaseStartupPages,
+	flags.Bool(Flag, def.ReleaseStartupPages,
 		"Once started, give back the pages of the agent's binary that only its start needed (MADV_PAGEOUT)")
 }
 
