@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/hive/cell"
 	"github.com/cilium/hive/job"
 	"github.com/cilium/statedb"
+	"github.com/cilium/statedb/reconciler"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
@@ -43,6 +44,8 @@ type params struct {
 	Nodes       statedb.Table[*tables.Node]
 	CIDRs       statedb.RWTable[*tables.NodePodCIDR]
 	Allocations statedb.RWTable[*tables.PodIPAllocation]
+	Writes      statedb.RWTable[*nodeWrite]
+	Reconcile   reconciler.Params
 	Metrics     prometheus.Registerer `optional:"true"`
 }
 
@@ -61,9 +64,8 @@ type agent struct {
 	// gc is collectGarbage's own state.
 	gc      gcTracker
 	metrics *metrics
-	// written and lastRequest are the sync job's own state.
-	written     ownWrite
-	lastRequest time.Time
+	// written is what the CiliumNode's writer tells the sync job.
+	written ownWrite
 	// forwarding: IP forwarding was turned on (with the first gateway on
 	// a bridge: an agent whose node has no pods changes nothing on it).
 	forwarding atomic.Bool
@@ -106,6 +108,9 @@ func register(p params) error {
 	a.metrics = newMetrics(a)
 	if p.Metrics != nil {
 		p.Metrics.MustRegister(a.metrics)
+	}
+	if err := a.registerWriter(); err != nil {
+		return err
 	}
 	srv := &server{agent: a}
 	p.Lifecycle.Append(cell.Hook{

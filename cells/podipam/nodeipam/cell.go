@@ -7,7 +7,8 @@
 //
 // Reads: tables cilium-nodes (its own), pods (this node's), namespaces,
 // pod-ip-pools, nodes (its own, for the owner reference).
-// Writes: tables node-pod-cidrs and pod-ip-allocations; its CiliumNode
+// Writes: tables node-pod-cidrs, pod-ip-allocations and ciliumnode-writes
+// (what its CiliumNode should say, written by a reconciler); its CiliumNode
 // (requested, released CIDRs, status.ipam.used); the journal under
 // --ipam-state-dir; serves --ipam-socket; Events on Pods.
 package nodeipam
@@ -85,7 +86,7 @@ var Cell = cell.Module(
 
 	cell.Provide(reflections),
 	cell.Config(defaultConfig),
-	cell.ProvidePrivate(tables.NewNodePodCIDRsTable, tables.NewPodIPAllocationsTable),
+	cell.ProvidePrivate(tables.NewNodePodCIDRsTable, tables.NewPodIPAllocationsTable, newNodeWritesTable),
 	cell.Provide(
 		statedb.RWTable[*tables.NodePodCIDR].ToTable,
 		statedb.RWTable[*tables.PodIPAllocation].ToTable,

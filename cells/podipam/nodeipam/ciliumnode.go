@@ -1,8 +1,9 @@
 package nodeipam
 
 // The agent's writes to its CiliumNode: creating it, its owner, the
-// requested list, releasing CIDRs, and status.ipam.used; and the
-// conversions between the API's lists and the state's.
+// requested list, releasing CIDRs, and status.ipam.used, which the
+// reconciler of ciliumnode-writes makes (writes.go); and the conversions
+// between the API's lists and the state's.
 
 import (
 	"context"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/cilium/statedb"
@@ -52,12 +54,13 @@ func (a *agent) createCiliumNode(ctx context.Context, txn statedb.ReadTxn, deman
 	return nil
 }
 
-// patchOwner makes the Node n the owner of the CiliumNode cn. A conflict
-// is no error: the next version of the row brings us back.
-func (a *agent) patchOwner(ctx context.Context, cn *tables.CiliumNode, n *tables.Node) error {
+// patchOwner makes the Node of UID uid the owner of the CiliumNode, on
+// its version base. A conflict is no error: the next version of the row
+// brings us back.
+func (a *agent) patchOwner(ctx context.Context, base, uid string) error {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": cn.ResourceVersion,
-		"ownerReferences": []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: a.node, UID: types.UID(n.UID)}},
+		"resourceVersion": base,
+		"ownerReferences": []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: a.node, UID: types.UID(uid)}},
 	}})
 	got, err := a.Herald.CiliumV2().CiliumNodes().Patch(ctx, a.node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: AgentFieldManager})
 	if err != nil {
@@ -66,15 +69,16 @@ func (a *agent) patchOwner(ctx context.Context, cn *tables.CiliumNode, n *tables
 		}
 		return fmt.Errorf("CiliumNode %s: owner: %w", a.node, err)
 	}
-	a.written.record(cn.ResourceVersion, got)
-	a.Log.Info("The CiliumNode belongs to its Node again", "node", a.node, "nodeUID", n.UID)
+	a.written.record(base, got)
+	a.Log.Info("The CiliumNode belongs to its Node again", "node", a.node, "nodeUID", uid)
 	return nil
 }
 
-// patchRequested writes the demand as the CiliumNode's requested list.
-func (a *agent) patchRequested(ctx context.Context, cn *tables.CiliumNode, demand []tables.PoolDemand) error {
+// patchRequested writes the demand as the CiliumNode's requested list, on
+// its version base.
+func (a *agent) patchRequested(ctx context.Context, base string, demand []tables.PoolDemand) error {
 	patch, _ := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": cn.ResourceVersion},
+		"metadata": map[string]any{"resourceVersion": base},
 		"spec":     map[string]any{"ipam": map[string]any{"pools": map[string]any{"requested": requestedK8s(demand)}}},
 	})
 	got, err := a.Herald.CiliumV2().CiliumNodes().Patch(ctx, a.node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: AgentFieldManager})
@@ -84,24 +88,25 @@ func (a *agent) patchRequested(ctx context.Context, cn *tables.CiliumNode, deman
 		}
 		return fmt.Errorf("CiliumNode %s: requested: %w", a.node, err)
 	}
-	a.written.record(cn.ResourceVersion, got)
-	a.lastRequest = time.Now()
+	a.written.record(base, got)
+	a.written.requested(time.Now())
 	a.Log.Info("Requested pod addresses", "node", a.node, "requested", demand)
 	return nil
 }
 
-// releaseUnneeded removes from the CiliumNode the CIDRs the demand no
-// longer needs. If the write fails the state keeps them.
-func (a *agent) releaseUnneeded(ctx context.Context, cn *tables.CiliumNode, demand []tables.PoolDemand) error {
+// releaseUnneeded removes from the CiliumNode (its version base, listing
+// allocated) the CIDRs the demand no longer needs. If the write fails the
+// state keeps them.
+func (a *agent) releaseUnneeded(ctx context.Context, base string, allocated []tables.PoolCIDRs, demand []tables.PoolDemand) error {
 	a.mu.Lock()
 	release := a.state.releasable(demand, releaseSettle)
 	a.mu.Unlock()
 	if len(release) == 0 {
 		return nil
 	}
-	keep := without(cn.Allocated, release)
+	keep := without(allocated, release)
 	patch, _ := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": cn.ResourceVersion},
+		"metadata": map[string]any{"resourceVersion": base},
 		"spec":     map[string]any{"ipam": map[string]any{"pools": map[string]any{"allocated": allocatedK8s(keep)}}},
 	})
 	got, err := a.Herald.CiliumV2().CiliumNodes().Patch(ctx, a.node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: AgentFieldManager})
@@ -114,20 +119,27 @@ func (a *agent) releaseUnneeded(ctx context.Context, cn *tables.CiliumNode, dema
 		}
 		return fmt.Errorf("CiliumNode %s: releasing %v: %w", a.node, release, err)
 	}
-	a.written.record(cn.ResourceVersion, got)
+	a.written.record(base, got)
 	a.Log.Info("Released pod CIDRs the node no longer needs", "node", a.node, "cidrs", release)
 	return nil
 }
 
-// ownWrite is the CiliumNode as the agent's last write left it, and the
-// version that write was made on.
+// ownWrite is what the writer tells the sync job: the CiliumNode as its
+// last write left it and the version that write was made on, when it last
+// requested addresses, and the error of its last spec write. The writer
+// (the reconciler) and the sync job run apart.
 type ownWrite struct {
-	base   string
-	result *tables.CiliumNode
+	mu          sync.Mutex
+	base        string
+	result      *tables.CiliumNode
+	lastRequest time.Time
+	err         error
 }
 
 // record remembers a write made on version base.
 func (w *ownWrite) record(base string, result *v2.CiliumNode) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.base, w.result = base, tables.CiliumNodeFromK8s(result)
 }
 
@@ -136,10 +148,39 @@ func (w *ownWrite) record(base string, result *v2.CiliumNode) {
 // Nothing but the agent's write can lie between the two: the write was
 // conditional on that version.
 func (w *ownWrite) current(row *tables.CiliumNode) *tables.CiliumNode {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.result != nil && row.ResourceVersion == w.base {
 		return w.result
 	}
 	return row
+}
+
+// requested remembers when requested was last written (requestEvery).
+func (w *ownWrite) requested(at time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lastRequest = at
+}
+
+func (w *ownWrite) sinceRequest() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lastRequest
+}
+
+// setErr remembers the outcome of the last spec write (the sync job's
+// health).
+func (w *ownWrite) setErr(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.err = err
+}
+
+func (w *ownWrite) lastErr() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
 }
 
 // usedMap renders status.ipam.used: every address in use, owner

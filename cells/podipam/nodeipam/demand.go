@@ -230,3 +230,19 @@ func needed(inUse, pending, pre int) int {
 	n += pre
 	return (n + pre - 1) / pre * pre
 }
+
+// nextSettle is how long until the next empty CIDR has stayed empty for
+// settle (releasable may give it back then); 0: none is waiting.
+func (s *state) nextSettle(settle time.Duration) time.Duration {
+	now := s.now()
+	var next time.Duration
+	for _, c := range s.cidrs {
+		if c.gone || c.releasing || c.draining || c.addrs.inUse() > 0 || c.emptySince.IsZero() {
+			continue
+		}
+		if d := c.emptySince.Add(settle).Sub(now); d > 0 && (next == 0 || d < next) {
+			next = d
+		}
+	}
+	return next
+}

@@ -27,53 +27,37 @@ const AgentFieldManager = "herald-agent"
 // syncLoop keeps the node's CiliumNode and the state in step: the CIDRs it
 // lists become the state's, the state's demand becomes its requested list,
 // CIDRs the node no longer needs leave it, and the addresses in use are
-// listed in its status.
+// listed in its status. It decides those writes (the table
+// ciliumnode-writes); the reconciler of that table makes them.
 func (a *agent) syncLoop(ctx context.Context, health cell.Health) error {
 	if err := a.waitTables(ctx); err != nil {
 		return nil
 	}
-	tick := time.NewTicker(10 * time.Second)
-	defer tick.Stop()
-	var (
-		lastAllocated []tables.PoolCIDRs
-		seen          bool
-		poolsRevision = ^statedb.Revision(0) // none seen yet
-		operatorError string
-		lastUsedWrite time.Time
-		usedTimer     <-chan time.Time
-		requestTimer  <-chan time.Time
-	)
+	s := &syncer{poolsRevision: ^statedb.Revision(0)} // no pools seen yet
+	// settle is set to when the next empty CIDR has settled.
+	settle := time.NewTimer(releaseSettle)
+	settle.Stop()
+	defer settle.Stop()
 	health.OK("waiting for the CiliumNode")
 	for {
 		txn := a.DB.ReadTxn()
 		cn, _, cnWatch, found := a.CiliumNodes.GetWatch(txn, tables.CiliumNodeNameIndex.Query(a.node))
 		_, poolsWatch := a.Pools.AllWatch(txn)
-		if rev := a.Pools.Revision(txn); rev != poolsRevision {
-			a.syncPools(txn)
-			poolsRevision = rev
-		}
-		if found && (!seen || !sameAllocated(cn.Allocated, lastAllocated)) {
-			a.takeAllocated(cn.Allocated)
-			lastAllocated, seen = cn.Allocated, true
-		}
-		if found && cn.OperatorError != operatorError {
-			a.mu.Lock()
-			a.state.setShortfalls(tables.ParsePodCIDRShortfalls(cn.OperatorError))
-			a.mu.Unlock()
-			operatorError = cn.OperatorError
-		}
-		later, err := a.syncOnce(ctx, txn, cn, found)
-		switch {
+		a.observe(s, txn, cn, found)
+		later, settleIn := a.decideSpec(txn, cn, found)
+		switch err := a.written.lastErr(); {
 		case err != nil:
 			health.Degraded("cannot update the CiliumNode", err)
-			a.Log.Warn("Updating the CiliumNode failed; retrying", "node", a.node, "error", err)
 		case found:
 			health.OK(fmt.Sprintf("%d CIDRs", countCIDRs(cn.Allocated)))
 		}
-		if later > 0 && requestTimer == nil {
-			requestTimer = time.After(later)
+		if later > 0 && s.requestTimer == nil {
+			s.requestTimer = time.After(later)
 		}
-		lastUsedWrite, usedTimer = a.syncUsed(ctx, cn, found, lastUsedWrite, usedTimer)
+		if settleIn > 0 {
+			settle.Reset(settleIn)
+		}
+		a.decideUsed(s, cn, found)
 
 		select {
 		case <-ctx.Done():
@@ -81,12 +65,44 @@ func (a *agent) syncLoop(ctx context.Context, health cell.Health) error {
 		case <-cnWatch:
 		case <-poolsWatch:
 		case <-a.kick:
-		case <-tick.C:
-		case <-usedTimer:
-			usedTimer = nil
-		case <-requestTimer:
-			requestTimer = nil
+		case <-settle.C:
+		case <-s.usedTimer:
+			s.usedTimer = nil
+		case <-s.requestTimer:
+			s.requestTimer = nil
 		}
+	}
+}
+
+// syncer is the sync job's own state from one look to the next.
+type syncer struct {
+	lastAllocated []tables.PoolCIDRs
+	seen          bool
+	poolsRevision statedb.Revision
+	operatorError string
+	// lastUsed is when status.ipam.used was last found to differ (and a
+	// write decided): usedEvery paces the next look.
+	lastUsed     time.Time
+	usedTimer    <-chan time.Time
+	requestTimer <-chan time.Time
+}
+
+// observe takes into the state what changed in the pools and in the
+// CiliumNode (its CIDRs, the allocator's shortfalls).
+func (a *agent) observe(s *syncer, txn statedb.ReadTxn, cn *tables.CiliumNode, found bool) {
+	if rev := a.Pools.Revision(txn); rev != s.poolsRevision {
+		a.syncPools(txn)
+		s.poolsRevision = rev
+	}
+	if found && (!s.seen || !sameAllocated(cn.Allocated, s.lastAllocated)) {
+		a.takeAllocated(cn.Allocated)
+		s.lastAllocated, s.seen = cn.Allocated, true
+	}
+	if found && cn.OperatorError != s.operatorError {
+		a.mu.Lock()
+		a.state.setShortfalls(tables.ParsePodCIDRShortfalls(cn.OperatorError))
+		a.mu.Unlock()
+		s.operatorError = cn.OperatorError
 	}
 }
 
@@ -103,39 +119,35 @@ func (a *agent) takeAllocated(allocated []tables.PoolCIDRs) {
 	}
 }
 
-// syncUsed writes status.ipam.used when it differs from the addresses in
-// use, at most once per usedEvery: a write that comes too soon is left
-// to timer (started if not running). It returns the time of the last
-// write and the timer.
+// decideUsed decides to write status.ipam.used when it differs from the
+// addresses in use, at most once per usedEvery: a look that comes too
+// soon is left to the timer (started if not running).
 //
 // status.ipam.used is compared with what the CiliumNode lists, not with
-// what this run last wrote: after a restart, or a write of someone else,
-// it still ends up exact (down to empty).
+// what was last written: after a restart, or a write of someone else, it
+// still ends up exact (down to empty).
 //
-// Within usedEvery of the last write nothing is compared: the map and its
-// digest cost time in the number of addresses in use, under the lock every
-// ADD takes, and the loop runs after every ADD. The timer compares then.
-func (a *agent) syncUsed(ctx context.Context, cn *tables.CiliumNode, found bool, lastWrite time.Time, timer <-chan time.Time) (time.Time, <-chan time.Time) {
+// Within usedEvery of the last decided write nothing is compared: the map
+// and its digest cost time in the number of addresses in use, under the
+// lock every ADD takes, and the loop runs after every ADD. The timer
+// compares then.
+func (a *agent) decideUsed(s *syncer, cn *tables.CiliumNode, found bool) {
 	if !found {
-		return lastWrite, timer
+		return
 	}
-	if wait := time.Until(lastWrite.Add(usedEvery)); wait > 0 {
-		if timer == nil {
-			timer = time.After(wait)
+	if wait := time.Until(s.lastUsed.Add(usedEvery)); wait > 0 {
+		if s.usedTimer == nil {
+			s.usedTimer = time.After(wait)
 		}
-		return lastWrite, timer
+		return
 	}
 	a.mu.Lock()
 	used := a.usedMap()
 	a.mu.Unlock()
-	if tables.UsedDigest(used) != cn.UsedDigest {
-		if err := a.writeUsed(ctx, used); err != nil {
-			a.Log.Warn("Writing the addresses in use to the CiliumNode failed; retrying", "node", a.node, "error", err)
-		} else {
-			lastWrite, timer = time.Now(), nil
-		}
+	if d := tables.UsedDigest(used); d != cn.UsedDigest {
+		a.decide(&nodeWrite{Part: partUsed, Base: cn.ResourceVersion, Used: used, Digest: d})
+		s.lastUsed, s.usedTimer = time.Now(), nil
 	}
-	return lastWrite, timer
 }
 
 // syncPools gives the state the current pools: CIDRs whose pool no
@@ -173,36 +185,53 @@ func (a *agent) waitTables(ctx context.Context) error {
 	}
 }
 
-// syncOnce writes the demand and releases what is not needed. Every write
-// is conditional on the CiliumNode's version: the allocator writes the
-// same object. It returns how long to wait before a demand it held back
-// (requestEvery) is due.
-func (a *agent) syncOnce(ctx context.Context, txn statedb.ReadTxn, cn *tables.CiliumNode, found bool) (time.Duration, error) {
+// decideSpec decides the next write of the CiliumNode's spec: its
+// creation, its owner, the demand, or releasing what is not needed. Every
+// write is conditional on the CiliumNode's version: the allocator writes
+// the same object. It returns how long to wait before a demand it held
+// back (requestEvery) is due, and before the next empty CIDR has settled
+// (releaseSettle).
+func (a *agent) decideSpec(txn statedb.ReadTxn, cn *tables.CiliumNode, found bool) (later, settleIn time.Duration) {
 	a.mu.Lock()
 	demand := a.state.demand()
 	waiting := a.state.waiting()
 	a.mu.Unlock()
 
 	if !found {
-		return 0, a.createCiliumNode(ctx, txn, demand)
+		a.decide(&nodeWrite{Part: partSpec, Op: opCreate, Demand: demand})
+		return 0, 0
 	}
 	// The watch may not have brought back the agent's own last write yet:
 	// the version it answered is the newer one, and writing on top of the
 	// older one would only earn a conflict.
 	cn = a.written.current(cn)
+	row := &nodeWrite{Part: partSpec, Base: cn.ResourceVersion}
 
 	if n, _, ok := a.Nodes.Get(txn, tables.NodeNameIndex.Query(a.node)); ok && n.UID != "" && cn.OwnerNodeUID != n.UID {
 		// Created while its Node was away (deleted, or not registered
 		// yet): it goes with the Node from now on.
-		return 0, a.patchOwner(ctx, cn, n) // one write per version
+		row.Op, row.Owner = opOwner, n.UID
+		a.decide(row) // one write per version
+		return 0, 0
 	}
 
 	if !sameDemand(cn.Requested, demand) {
-		if wait := time.Until(a.lastRequest.Add(requestEvery)); wait > 0 && !waiting {
-			return wait, nil
+		if wait := time.Until(a.written.sinceRequest().Add(requestEvery)); wait > 0 && !waiting {
+			return wait, 0
 		}
-		return 0, a.patchRequested(ctx, cn, demand) // one write per version: the release waits for the new row
+		row.Op, row.Demand = opRequested, demand
+		a.decide(row) // one write per version: the release waits for the new row
+		return 0, 0
 	}
 
-	return 0, a.releaseUnneeded(ctx, cn, demand)
+	// Only a look at what is releasable: the write asks again, and marks
+	// them releasing, as it goes out.
+	a.mu.Lock()
+	release := a.state.releasable(demand, releaseSettle)
+	a.state.keep(release)
+	settleIn = a.state.nextSettle(releaseSettle)
+	a.mu.Unlock()
+	row.Op, row.Demand, row.Allocated, row.Release = opRelease, demand, cn.Allocated, release
+	a.decide(row)
+	return 0, settleIn
 }
