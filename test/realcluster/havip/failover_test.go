@@ -133,10 +133,15 @@ func watchOwner(t *testing.T, ctx context.Context, every time.Duration) (*cpvip.
 	return w, owner
 }
 
-// waitSettled waits until every API server is ready and every node's
-// control-plane agent runs: the previous trial's node is back.
+// waitSettled waits until every node's control-plane agent runs and every
+// API server has been ready, checked every 200 ms, for settleSteady: the
+// previous trial's node is back, and an API server that has just come back
+// (its etcd member catching up after a freeze or a cut) no longer wobbles.
+// A trial that started while one did would see the VIP move for that
+// node's readiness, not for the trial's fault.
 func waitSettled(t *testing.T, ctx context.Context) {
 	t.Helper()
+	var steadySince time.Time
 	for {
 		settled := true
 		for _, n := range cl.ControlPlaneNodes() {
@@ -144,10 +149,12 @@ func waitSettled(t *testing.T, ctx context.Context) {
 				settled = false
 			}
 		}
-		if settled {
-			// A returning agent needs readyz-success-threshold probes
-			// before it is a candidate again.
-			time.Sleep(1500 * time.Millisecond)
+		switch {
+		case !settled:
+			steadySince = time.Time{}
+		case steadySince.IsZero():
+			steadySince = time.Now()
+		case time.Since(steadySince) >= settleSteady:
 			return
 		}
 		select {
@@ -157,6 +164,11 @@ func waitSettled(t *testing.T, ctx context.Context) {
 		}
 	}
 }
+
+// settleSteady: how long every API server must stay ready before a trial;
+// more than the agents' readyz-success-threshold (10 probes, 1 s), so a
+// returning node is a candidate again too.
+const settleSteady = 3 * time.Second
 
 func nodeByMAC(mac string) *realcluster.Node {
 	for _, n := range cl.ControlPlaneNodes() {
