@@ -2,6 +2,7 @@ package crdvalidation
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -484,7 +485,10 @@ var rejectedBGP = []struct {
 		[]string{"spec.bgpInstances[0].peers[0].autoDiscovery.unnumbered.interface", "should be at least 1 chars long"}},
 	{"cluster-peer-interface-global-address", "CiliumBGPClusterConfig", v2alpha1.BGPClusterConfigPlural,
 		`{bgpInstances: [{name: a, peers: [{name: p, peerAddress: "fd00::1", peerInterface: eth1}]}]}`,
-		[]string{"spec.bgpInstances[0].peers[0]", "peerAddress must be an IPv6 link-local address (fe80::/10) when peerInterface is set"}},
+		[]string{"spec.bgpInstances[0].peers[0]", "peerAddress must be an IPv6 link-local address (fe80::/64) when peerInterface is set"}},
+	{"cluster-peer-interface-site-local", "CiliumBGPClusterConfig", v2alpha1.BGPClusterConfigPlural,
+		`{bgpInstances: [{name: a, peers: [{name: p, peerAddress: "fec0::1", peerInterface: eth1}]}]}`,
+		[]string{"spec.bgpInstances[0].peers[0]", "peerAddress must be an IPv6 link-local address (fe80::/64) when peerInterface is set"}},
 	{"cluster-local-port-0", "CiliumBGPClusterConfig", v2alpha1.BGPClusterConfigPlural,
 		`{bgpInstances: [{name: a, localPort: 0}]}`,
 		[]string{"spec.bgpInstances[0].localPort", "greater than or equal to 1"}},
@@ -563,5 +567,14 @@ func TestInvalidBGPObjectsAreRejected(t *testing.T) {
 			err := createYAMLRejected(t, bgpGVR(tc.plural), tc.name, doc, tc.want)
 			checkOneInvalid(t, err, tc.want)
 		})
+	}
+}
+
+// TestLinkLocalPeersAccepted: the addresses of fe80::/64, in either case,
+// are link-local peers the schema takes with peerInterface.
+func TestLinkLocalPeersAccepted(t *testing.T) {
+	for i, addr := range []string{"fe80::1", "FE80::1", "fe80::aaaa:bbbb:cccc:dddd"} {
+		createAt(t, "v2alpha1", v2alpha1.BGPClusterConfigPlural, fmt.Sprintf("link-local-%d", i), fmt.Sprintf(
+			"kind: CiliumBGPClusterConfig\nspec: {bgpInstances: [{name: a, peers: [{name: p, peerAddress: %q, peerInterface: eth1}]}]}", addr))
 	}
 }

@@ -106,7 +106,7 @@ type CiliumBGPInstance struct {
 
 // CiliumBGPPeer is one BGP neighbour of an instance.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.peerInterface) || !has(self.peerAddress) || self.peerAddress.startsWith('fe80:') || self.peerAddress.startsWith('FE80:')",message="peerAddress must be an IPv6 link-local address (fe80::/10) when peerInterface is set"
+// +kubebuilder:validation:XValidation:rule="!has(self.peerInterface) || !has(self.peerAddress) || self.peerAddress.startsWith('fe80:') || self.peerAddress.startsWith('FE80:')",message="peerAddress must be an IPv6 link-local address (fe80::/64) when peerInterface is set"
 type CiliumBGPPeer struct {
 	// Name identifies the peer within its instance.
 	//
@@ -135,7 +135,10 @@ type CiliumBGPPeer struct {
 	AutoDiscovery *BGPAutoDiscovery `json:"autoDiscovery,omitempty"`
 
 	// PeerInterface names the node's interface toward a peer whose
-	// peerAddress is IPv6 link-local (fe80::/10): the session runs to
+	// peerAddress is IPv6 link-local (fe80::/64, the only link-local
+	// prefix RFC 4291 defines, written with fe80: or FE80:, as the
+	// schema checks with a rule cheap enough for any list size): the
+	// session runs to
 	// that address over that interface (a Herald extension: Cilium's
 	// schema has no such field). For a peer with no address at all, use
 	// autoDiscovery mode Unnumbered.
