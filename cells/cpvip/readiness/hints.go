@@ -3,6 +3,7 @@ package readiness
 import (
 	"crypto/tls"
 	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -34,10 +35,15 @@ func wrongStatus(code int) bool {
 // (refused, timed out), which a starting API server gives too.
 func errorHint(err error) string {
 	var cert *tls.CertificateVerificationError
+	var dns *net.DNSError
 	switch {
 	case errors.As(err, &cert):
 		return certHint
 	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return wrongURLHint
+	case errors.As(err, &dns) && dns.IsNotFound:
+		// A name that does not resolve does not start resolving when
+		// the API server does.
 		return wrongURLHint
 	}
 	return ""
@@ -51,3 +57,9 @@ func hinted(outcome string) bool {
 // forbiddenGrace: how long 403s in a row count as an API server that is
 // starting, before they count as a wrong readyz-url.
 const forbiddenGrace = 30 * time.Second
+
+// unansweredGrace: how long the probes may get no answer at all before
+// it is logged at warning level: longer than a kube-apiserver takes to
+// start with its etcd, short enough to point at a wrong readyz-url while
+// the operator is still looking.
+const unansweredGrace = 60 * time.Second

@@ -42,6 +42,11 @@ type prober struct {
 	// forbiddenSince: when the API server began answering 403 in a row;
 	// zero while it does not.
 	forbiddenSince time.Time
+	// unansweredSince: when the probes began getting no answer at all
+	// (refused, timed out); zero while they get one. unansweredSaid: the
+	// stretch has been logged.
+	unansweredSince time.Time
+	unansweredSaid  bool
 }
 
 func registerProber(p params) error {
@@ -112,8 +117,13 @@ func (pr *prober) probe(ctx context.Context) (ok bool, outcome string) {
 	resp, err := pr.client.Do(req)
 	if err != nil {
 		pr.probes.WithLabelValues("error").Inc()
-		return false, err.Error() + errorHint(err)
+		hint := errorHint(err)
+		if hint == "" {
+			pr.unanswered(err, time.Now())
+		}
+		return false, err.Error() + hint
 	}
+	pr.unansweredSince, pr.unansweredSaid = time.Time{}, false
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
@@ -147,6 +157,24 @@ func (pr *prober) forbidden(status string, now time.Time) string {
 	}
 	pr.probes.WithLabelValues("error").Inc()
 	return outcome + wrongURLHint
+}
+
+// unanswered notes a probe that got no answer. A starting API server
+// gives none for a while, so only a stretch longer than unansweredGrace
+// is logged, once, at warning level: a node that has never been eligible
+// has no change of eligibility to say it with, and a readyz-url with a
+// wrong host or port looks exactly like this.
+func (pr *prober) unanswered(err error, now time.Time) {
+	if pr.unansweredSince.IsZero() {
+		pr.unansweredSince = now
+	}
+	if pr.unansweredSaid || now.Sub(pr.unansweredSince) < unansweredGrace {
+		return
+	}
+	pr.unansweredSaid = true
+	pr.Log.Warn("The local API server has not answered the readiness probe for over "+unansweredGrace.String()+
+		": is it running, and are readyz-url's host and port its own? This node is not eligible while it does not answer",
+		"url", pr.Config.ReadyzURL, "since", pr.unansweredSince, "error", err)
 }
 
 // record applies the thresholds, and logs and publishes what changed.
