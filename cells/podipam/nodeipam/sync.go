@@ -231,6 +231,11 @@ func (a *agent) decideSpec(txn statedb.ReadTxn, cn *tables.CiliumNode, found boo
 	a.state.keep(release)
 	settleIn = a.state.nextSettle(releaseSettle)
 	a.mu.Unlock()
+	if len(release) == 0 {
+		// Nothing to release: no row, rather than one empty decision per
+		// version of the CiliumNode for the reconciler to pass over.
+		return 0, settleIn
+	}
 	row.Op, row.Demand, row.Allocated, row.Release = opRelease, demand, cn.Allocated, release
 	a.decide(row)
 	return 0, settleIn
