@@ -56,11 +56,13 @@ func addRefused(t *testing.T, p *pod, code uint, want string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	start := time.Now()
 	err := p.add(ctx)
 	var cniErr *cnitypes.Error
 	if !errors.As(err, &cniErr) || cniErr.Code != code || !strings.Contains(cniErr.Msg, want) {
 		t.Fatalf("ADD of %s/%s: %v, want CNI error %d containing %q", p.Namespace, p.Name, err, code, want)
 	}
+	t.Logf("ADD of %s/%s refused with code %d after %s", p.Namespace, p.Name, code, time.Since(start).Round(time.Millisecond))
 	_ = p.node.rt.Del(ctx, p.Pod) // the runtime cleans up the failed ADD
 }
 
