@@ -142,11 +142,13 @@ func TestExhaustionAndReclaim(t *testing.T) {
 	over := newPod(t, n1, ns, "over", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	start := time.Now()
 	err := over.add(ctx)
 	var cniErr *cnitypes.Error
 	if !errors.As(err, &cniErr) || cniErr.Code != ipamv1.CodePoolExhausted || !strings.Contains(cniErr.Msg, `pool "tiny"`) {
 		t.Fatalf("ADD beyond the pool: %v, want CNI error %d naming pool tiny", err, ipamv1.CodePoolExhausted)
 	}
+	t.Logf("ADD beyond the pool refused with code %d after %s", cniErr.Code, time.Since(start).Round(time.Millisecond))
 	waitPoolCondition(t, "tiny", tables.ConditionPodPoolExhausted, metav1.ConditionTrue, "node1 needs")
 	// The pod, the pool and the node each say why, naming the pool.
 	waitEvent(t, ns, "Pod", "over", nodeipam.EventPoolExhausted, `pool "tiny"`)
