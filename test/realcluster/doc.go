@@ -18,8 +18,9 @@
 //
 // Images are built offline (package images) and imported into every
 // node's containerd; nothing is pulled. Everything binds to loopback or to
-// the cluster's own namespaces, and every address is in 198.18.0.0/15 or
-// fd00::/8.
+// the cluster's own namespaces (the API server to the host's end of the
+// LAN; the e2e step HostBindsLoopbackOnly checks it), and every address is
+// in 198.18.0.0/15 or fd00::/8.
 //
 // Up brings a cluster up in a directory, Open attaches to one that is up,
 // Down tears it down (whatever state it is in) and puts back the host

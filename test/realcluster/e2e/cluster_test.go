@@ -21,6 +21,7 @@ func TestRealCluster(t *testing.T) {
 		{"PodsFromPools", testPodsFromPools},
 		{"DebugWhereItRuns", testDebugWhereItRuns},
 		{"BGP", testBGP},
+		{"HostBindsLoopbackOnly", testHostBindsLoopbackOnly},
 		{"AgentRestartKeepsPodAddresses", testAgentRestartKeepsPodAddresses},
 		{"Churn", testChurn},
 		{"L2Failover", testL2Failover},
