@@ -124,8 +124,9 @@ func (c *checked) advance(now time.Time) bool {
 	send := c.s.Advance(now)
 	if !c.lastRx.IsZero() && !now.Before(c.lastRx.Add(c.detect)) {
 		// §6.8.4: a detection time without a packet; §6.8.1: the remote
-		// discriminator is forgotten.
-		c.lastRx, c.remoteDiscr, c.remoteState = time.Time{}, 0, StateDown
+		// discriminator is forgotten; §6.8.18: so is the remote system's
+		// Required Min RX Interval, back to 1 µs.
+		c.lastRx, c.remoteDiscr, c.remoteState, c.remoteMinRx = time.Time{}, 0, StateDown, time.Microsecond
 		if c.state == StateInit || c.state == StateUp {
 			c.diag = DiagControlDetectExpired
 			c.goDown()
@@ -226,7 +227,12 @@ func (c *checked) check(now time.Time) {
 	if (c.state == StateInit || c.state == StateUp) && !now.Before(c.lastRx.Add(c.detect)) {
 		c.t.Fatalf("§6.8.4: %s at %s, a detection time (%s) after the last packet (%s)", c.state, now, c.detect, c.lastRx)
 	}
-	if next := c.s.NextEvent(); !c.lastRx.IsZero() && (next.IsZero() || next.After(c.lastRx.Add(c.detect))) {
+	next := c.s.NextEvent()
+	if !c.lastRx.IsZero() && (next.IsZero() || next.After(c.lastRx.Add(c.detect))) {
 		c.t.Fatalf("§6.8.4: next event %s is past the detection deadline %s", next, c.lastRx.Add(c.detect))
+	}
+	// §6.8.7: a session that may transmit sends within its interval.
+	if c.mayTransmit() && (next.IsZero() || next.Sub(now) > c.interval()) {
+		c.t.Fatalf("§6.8.7: %s session may transmit every %s, but its next event is %s away", c.state, c.interval(), next.Sub(now))
 	}
 }

@@ -30,11 +30,7 @@ func (s *Session) Receive(now time.Time, p Packet) (send, final bool) {
 
 	prev := s.state
 	s.transition(now, p.State)
-	// A shorter interval asked by the remote system applies to the next
-	// packet, not the one after.
-	if next := now.Add(s.txInterval()); s.nextTx.After(next) {
-		s.nextTx = s.jittered(now)
-	}
+	s.expedite(now)
 	stateChanged := s.state != prev
 	return p.Poll || (stateChanged && s.mayTransmit()), p.Poll
 }
@@ -73,19 +69,33 @@ func (s *Session) transition(now time.Time, remote State) {
 func (s *Session) Advance(now time.Time) (send bool) {
 	if !s.detectDeadline.IsZero() && !now.Before(s.detectDeadline) {
 		s.detectDeadline = time.Time{}
-		s.remoteDiscr = 0 // §6.8.1: forgotten after a detection time of silence
+		// Forgotten after a detection time of silence: the remote
+		// discriminator (§6.8.1) and the remote Required Min RX
+		// Interval (§6.8.18): a system that asked for few packets or none
+		// and went away does not keep this one slow or silent.
+		s.remoteDiscr, s.remoteMinRx = 0, time.Microsecond
 		s.remoteState = StateDown
 		if s.state == StateInit || s.state == StateUp {
 			s.localDiag = DiagControlDetectExpired
 			s.goDown(now)
 			send = s.mayTransmit()
 		}
+		s.expedite(now)
 	}
 	if s.mayTransmit() && !now.Before(s.nextTx) {
 		send = true
 		s.nextTx = s.jittered(now)
 	}
 	return send
+}
+
+// expedite: a transmit interval now shorter than the wait scheduled
+// applies to the next packet, not the one after (the remote system asked
+// for more, or the session left a slow Up for the 1 s of Down).
+func (s *Session) expedite(now time.Time) {
+	if s.nextTx.After(now.Add(s.txInterval())) {
+		s.nextTx = s.jittered(now)
+	}
 }
 
 // NextEvent is when Advance has something to do; zero: nothing until a

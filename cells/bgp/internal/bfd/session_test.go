@@ -257,8 +257,34 @@ func TestPassiveWaits(t *testing.T) {
 func TestRemoteMinRxZeroStopsTransmission(t *testing.T) {
 	s := NewSession(fast, 1, t0)
 	s.Receive(t0, Packet{State: StateDown, DetectMult: 3, MyDiscriminator: 9, DesiredMinTx: 1e6, RequiredMinRx: 0})
-	if s.Advance(t0.Add(10*time.Second)) || !s.NextEvent().Equal(s.detectDeadline) {
+	// The detection time is 3 × 1 s.
+	if s.Advance(t0.Add(2900*time.Millisecond)) || !s.NextEvent().Equal(s.detectDeadline) {
 		t.Fatal("transmits to a system that asked for no packets")
+	}
+	// §6.8.18: a detection time later that request is forgotten, with
+	// the system that made it.
+	if !s.Advance(t0.Add(3*time.Second)) || s.Status().RemoteMinRx != time.Microsecond {
+		t.Fatalf("silent after the remote system went away: %+v", s.Status())
+	}
+}
+
+// TestExpiryLeavesSlowUpAtOnce: Up at 2 s between packets, the detection
+// time expires: the next packet comes within the 1 s of Down, not 2 s
+// after the last one.
+func TestExpiryLeavesSlowUpAtOnce(t *testing.T) {
+	s := NewSession(Config{DesiredMinTx: 2 * time.Second, RequiredMinRx: 100 * time.Millisecond, DetectMult: 3}, 1, t0)
+	s.jitter = func() float64 { return 0.99 }
+	s.Receive(t0, Packet{State: StateInit, DetectMult: 3, MyDiscriminator: 9, YourDiscriminator: 1, DesiredMinTx: 1e5, RequiredMinRx: 1e5})
+	s.Receive(t0, Packet{State: StateUp, Final: true, DetectMult: 3, MyDiscriminator: 9, YourDiscriminator: 1, DesiredMinTx: 1e5, RequiredMinRx: 1e5})
+	if !s.Advance(t0) || s.Status().TxInterval != 2*time.Second {
+		t.Fatalf("not up at 2 s: %+v", s.Status())
+	}
+	expiry := t0.Add(300 * time.Millisecond)
+	if !s.Advance(expiry) || s.State() != StateDown {
+		t.Fatalf("detection time did not expire: %+v", s.Status())
+	}
+	if next := s.NextEvent(); next.IsZero() || next.Sub(expiry) > time.Second {
+		t.Fatalf("next packet %s after going down, want at most 1 s", next.Sub(expiry))
 	}
 }
 
