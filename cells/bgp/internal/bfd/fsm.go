@@ -91,7 +91,8 @@ func (s *Session) Advance(now time.Time) (send bool) {
 
 // expedite: a transmit interval now shorter than the wait scheduled
 // applies to the next packet, not the one after (the remote system asked
-// for more, or the session left a slow Up for the 1 s of Down).
+// for more, or the session left a slow Up for the 1 s of Down or
+// AdminDown).
 func (s *Session) expedite(now time.Time) {
 	if s.nextTx.After(now.Add(s.txInterval())) {
 		s.nextTx = s.jittered(now)
@@ -132,6 +133,7 @@ func (s *Session) AdminDown(now time.Time) {
 	s.polling = false
 	s.detectDeadline = time.Time{}
 	s.desiredMinTx, s.txMin = slowTx, slowTx
+	s.expedite(now)
 }
 
 // mayTransmit: §6.8.7's conditions for periodic transmission.
