@@ -182,6 +182,8 @@ func sessionSeeds() [][]byte {
 		// The remote system asks for no packets, then demand mode while Up.
 		newSeed(50, 50, 3, false).pkt(StateDown, 0, 3, yourZero, 1000, 0).wait(5000).up(50, 50).
 			pkt(StateUp, flagFinal|flagDemand, 3, yourOurs, 50, 50).wait(1000).next(5),
+		// AdminDown from Up at 2 s: back to 1 s at once.
+		newSeed(2000, 100, 3, false).up(100, 100).pkt(StateUp, flagFinal, 3, yourOurs, 100, 100).next(1).adminDown().next(2),
 		// Passive: silent until the remote system speaks, again after it went silent.
 		newSeed(300, 300, 3, true).next(2).wait(3000).up(300, 300).next(30).wait(10000),
 	}
