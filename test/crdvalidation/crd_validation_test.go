@@ -1,12 +1,10 @@
 package crdvalidation
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -240,54 +238,4 @@ func TestInvalidPoolsAreRejected(t *testing.T) {
 
 func pool(name string, s spec) *v2alpha1.CiliumLoadBalancerIPPool {
 	return &v2alpha1.CiliumLoadBalancerIPPool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: s}
-}
-
-// TestPrinterColumns checks what `kubectl get ippools` prints: kubectl asks
-// for a Table, whose columns come from the CRD's additionalPrinterColumns.
-func TestPrinterColumns(t *testing.T) {
-	ctx := context.Background()
-	pools := clientset.CiliumV2alpha1().CiliumLoadBalancerIPPools()
-	p, err := pools.Create(ctx, pool("printed-pool", bluePool), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pools.Delete(ctx, p.Name, metav1.DeleteOptions{}) })
-
-	// Status as the allocator writes it; only through the status subresource.
-	now := metav1.NewTime(time.Now())
-	p.Status.Conditions = []metav1.Condition{
-		{Type: "cilium.io/PoolConflict", Status: metav1.ConditionFalse, Reason: "resolved", Message: "", LastTransitionTime: now},
-		{Type: "cilium.io/IPsAvailable", Status: metav1.ConditionUnknown, Reason: "noreason", Message: "65788", LastTransitionTime: now},
-	}
-	if _, err := pools.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("UpdateStatus: %v", err)
-	}
-
-	for _, version := range servedVersions {
-		t.Run(version, func(t *testing.T) {
-			var table metav1.Table
-			err := clientset.CiliumV2alpha1().RESTClient().Get().
-				AbsPath("/apis", v2alpha1.GroupName, version, v2alpha1.PoolPlural, p.Name).
-				SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").
-				Do(ctx).Into(&table)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var cols []string
-			for _, c := range table.ColumnDefinitions {
-				cols = append(cols, c.Name)
-			}
-			// kubectl upper-cases these: NAME DISABLED CONFLICTING IPS AVAILABLE AGE
-			if want := []string{"Name", "Disabled", "Conflicting", "IPs Available", "Age"}; !reflect.DeepEqual(cols, want) {
-				t.Errorf("columns = %q, want %q", cols, want)
-			}
-			if len(table.Rows) != 1 || len(table.Rows[0].Cells) != 5 {
-				t.Fatalf("rows = %+v", table.Rows)
-			}
-			cells := table.Rows[0].Cells[:4]
-			if want := []any{"printed-pool", false, "False", "65788"}; !reflect.DeepEqual(cells, want) {
-				t.Errorf("cells = %#v, want %#v", cells, want)
-			}
-		})
-	}
 }
