@@ -48,12 +48,20 @@ var ciliumSelectors = map[string]bool{
 	"ciliumbgpadvertisements.cilium.io": true,
 }
 
-// extraVersions maps a CRD name to the versions it is also served under.
-// CiliumPodIPPool is not here although Cilium serves it as v2: its v2
-// schema differs (cidrs are objects with a reservedRange, not strings), so
-// a copy of the v2alpha1 schema would refuse Cilium's v2 manifests and the
-// default "None" conversion would be wrong. CiliumL2AnnouncementPolicy is
-// v2alpha1 only in Cilium.
+// extraVersions maps a CRD name to the versions it is also served under:
+// those that Cilium's current release (1.20) serves besides v2alpha1.
+//
+// CiliumPodIPPool is not here because Cilium 1.20 does not serve a v2 of
+// it: its CRD declares one, but unserved (the v2 Go type is marked
+// +kubebuilder:unservedversion), so a Cilium 1.20 cluster accepts
+// v2alpha1 only. Cilium's main branch serves v2 and stores it since 1.20
+// was released, with another schema (each of cidrs an object with a cidr
+// and a reservedRange, not a string): a copy of the v2alpha1 schema would
+// refuse those manifests and the default "None" conversion would be wrong,
+// so serving that v2 takes more than an entry here.
+//
+// CiliumL2AnnouncementPolicy is v2alpha1 only in Cilium: it has no v2 Go
+// type or CRD version, served or not.
 var extraVersions = map[string][]string{
 	"ciliumloadbalancerippools.cilium.io":    {"v2"},
 	"ciliumbgpclusterconfigs.cilium.io":      {"v2"},
