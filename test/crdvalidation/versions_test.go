@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -108,4 +109,40 @@ func TestV2HasTheSameRules(t *testing.T) {
 func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	return &unstructured.Unstructured{Object: m}, err
+}
+
+// TestNoV2WhereCiliumServesNone: the L2 policy and the pod IP pool are
+// served as v2alpha1 only, as Cilium 1.20 serves them (it has no v2 of the
+// policy, and declares the pool's v2 unserved), so a manifest written as
+// cilium.io/v2 is refused, as Cilium's API server refuses it.
+func TestNoV2WhereCiliumServesNone(t *testing.T) {
+	for _, c := range []struct{ plural, kind, spec string }{
+		{"ciliuml2announcementpolicies", "CiliumL2AnnouncementPolicy", `{"loadBalancerIPs": true}`},
+		{v2alpha1.PodIPPoolPlural, "CiliumPodIPPool", `{"ipv4": {"cidrs": ["10.20.0.0/16"], "maskSize": 24}}`},
+	} {
+		t.Run(c.plural, func(t *testing.T) {
+			ctx := context.Background()
+			var obj unstructured.Unstructured
+			doc := `{"apiVersion": "cilium.io/v2", "kind": "` + c.kind + `", "metadata": {"name": "as-v2"}, "spec": ` + c.spec + `}`
+			if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+				t.Fatal(err)
+			}
+			v2 := schema.GroupVersionResource{Group: v2alpha1.GroupName, Version: "v2", Resource: c.plural}
+			_, err := dyn.Resource(v2).Create(ctx, &obj, metav1.CreateOptions{})
+			if err == nil {
+				_ = dyn.Resource(v2).Delete(ctx, "as-v2", metav1.DeleteOptions{})
+				t.Fatalf("%s accepted as cilium.io/v2", c.kind)
+			}
+			if !apierrors.IsNotFound(err) {
+				t.Errorf("refused with %v, want NotFound (version not served)", err)
+			}
+			// The same object as v2alpha1 is taken: the refusal is the version's.
+			obj.SetAPIVersion(v2alpha1.GroupName + "/v2alpha1")
+			r := dyn.Resource(schema.GroupVersionResource{Group: v2alpha1.GroupName, Version: "v2alpha1", Resource: c.plural})
+			if _, err := r.Create(ctx, &obj, metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
+				t.Fatalf("refused as v2alpha1 too: %v", err)
+			}
+			_ = r.Delete(ctx, "as-v2", metav1.DeleteOptions{})
+		})
+	}
 }
