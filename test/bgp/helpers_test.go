@@ -145,6 +145,17 @@ func (n *node) sessionAddr(a netip.Addr) netip.Addr {
 	return n.host.IP
 }
 
+// peerIDs are the nodes' addresses on the sessions of a's family, sorted:
+// FRR's peer IDs of their paths.
+func peerIDs(a netip.Addr, ns ...*node) []string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, n.sessionAddr(a).String())
+	}
+	slices.Sort(out)
+	return out
+}
+
 // pathsOf returns FRR's paths of a prefix.
 func pathsOf(p netip.Prefix) ([]frr.Path, error) {
 	rib, err := router.RIB(afiOf(p.Addr()))
@@ -158,7 +169,7 @@ func pathsOf(p netip.Prefix) ([]frr.Path, error) {
 func describe(paths []frr.Path) string {
 	var out []string
 	for _, p := range paths {
-		s := fmt.Sprintf("from %s via %s", p.PeerID, p.NextHop)
+		s := fmt.Sprintf("from %s via %s, AS path %q", p.PeerID, p.NextHop, p.ASPath)
 		if p.Stale {
 			s += " (stale)"
 		}
@@ -178,28 +189,34 @@ func describe(paths []frr.Path) string {
 // next hop; with more than one node, every path is multipath (ECMP).
 func waitAdvertisedBy(t *testing.T, p netip.Prefix, ns ...*node) []frr.Path {
 	t.Helper()
-	var want []string
-	for _, n := range ns {
-		want = append(want, n.sessionAddr(p.Addr()).String())
-	}
-	slices.Sort(want)
+	want := peerIDs(p.Addr(), ns...)
 	var paths []frr.Path
 	waitFor(t, fmt.Sprintf("%s advertised by exactly %v", p, want), func() (bool, string) {
-		var err error
-		if paths, err = pathsOf(p); err != nil {
-			return false, err.Error()
-		}
-		var got []string
-		for _, path := range paths {
-			if path.NextHop.String() != path.PeerID || path.Stale || (len(ns) > 1 && !path.Multipath) {
-				return false, describe(paths)
-			}
-			got = append(got, path.PeerID)
-		}
-		slices.Sort(got)
-		return slices.Equal(got, want), describe(paths)
+		var ok bool
+		var msg string
+		paths, ok, msg = advertisedBy(p, ns...)
+		return ok, msg
 	})
 	return paths
+}
+
+// advertisedBy reads FRR's paths of the prefix and says whether they are
+// those waitAdvertisedBy waits for.
+func advertisedBy(p netip.Prefix, ns ...*node) (paths []frr.Path, ok bool, msg string) {
+	want := peerIDs(p.Addr(), ns...)
+	paths, err := pathsOf(p)
+	if err != nil {
+		return nil, false, err.Error()
+	}
+	var got []string
+	for _, path := range paths {
+		if path.NextHop.String() != path.PeerID || path.Stale || (len(ns) > 1 && !path.Multipath) {
+			return paths, false, describe(paths)
+		}
+		got = append(got, path.PeerID)
+	}
+	slices.Sort(got)
+	return paths, slices.Equal(got, want), describe(paths)
 }
 
 // waitWithdrawn waits until FRR has no path for the prefix.
@@ -212,11 +229,7 @@ func waitWithdrawn(t *testing.T, p netip.Prefix) {
 // one next hop per node.
 func waitKernelECMP(t *testing.T, p netip.Prefix, ns ...*node) {
 	t.Helper()
-	var want []string
-	for _, n := range ns {
-		want = append(want, n.sessionAddr(p.Addr()).String())
-	}
-	slices.Sort(want)
+	want := peerIDs(p.Addr(), ns...)
 	waitFor(t, fmt.Sprintf("kernel route %s via %v", p, want), func() (bool, string) {
 		r, ok, err := router.KernelRoute(p)
 		if err != nil || !ok {

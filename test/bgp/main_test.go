@@ -8,7 +8,8 @@
 // `herald-agent --enable-bgp-control-plane --ipam=multi-pool` (so that each
 // holds a CIDR of the pod pool hbgp-green) and a router namespace (.2)
 // running FRR (zebra + bgpd, test/frr) with AS 65000, eBGP to the nodes
-// (AS 65001) over IPv4 and IPv6 (IPv6 routes over either), maximum-paths 8, graceful restart, and
+// (AS 65001) over IPv4 and IPv6 (IPv6 routes over either), maximum-paths 8 (across AS numbers
+// too), graceful restart, and
 // bfdd with a BFD profile the BFD tests turn on per neighbor. It
 // creates the Node objects (no kubelet runs), an LB IPAM pool and the BGP
 // resources every test shares:
@@ -114,10 +115,13 @@ func atTeardown(f func()) { teardown.Add(f) }
 
 // routerConfig is FRR's bgpd configuration: every node a neighbor over
 // IPv4 (ipv4 and ipv6 unicast) and IPv6 (ipv6 unicast), ECMP across them, graceful
-// restart (FRR keeps a restarting node's routes, marked stale).
+// restart (FRR keeps a restarting node's routes, marked stale). ECMP spans
+// nodes of different AS numbers too (multipath-relax: by default FRR
+// joins only paths of the same AS path), for TestLocalASNPeering.
 func routerConfig() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "router bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n no bgp default ipv4-unicast\n bgp graceful-restart\n", routerASN, routerHost.IP)
+	b.WriteString(" bgp bestpath as-path multipath-relax\n")
 	for _, n := range nodes {
 		fmt.Fprintf(&b, " neighbor %s remote-as %d\n neighbor %s timers connect 1\n", n.host.IP, nodeASN, n.host.IP)
 		fmt.Fprintf(&b, " neighbor %s remote-as %d\n neighbor %s timers connect 1\n", n.host.IP6, nodeASN, n.host.IP6)
