@@ -292,6 +292,10 @@ func (v view) held(p *plan, d *decision, g *tables.L2Candidate, rec holding, can
 func (v view) notHeld(p *plan, d *decision, g *tables.L2Candidate, rec holding, hasRec bool, claimed map[string]string, claimsAll string) {
 	owner := d.owner
 	if !v.mayMove {
+		if hasRec && v.apiUp && rec.holder == v.self && rec.term != "" && slices.Contains(g.Nodes, v.self) {
+			v.takeBack(p, d, g, rec, claimed, claimsAll)
+			return
+		}
 		d.why = "not taking groups over: no majority of the nodes is alive in this node's view"
 		return
 	}
@@ -322,6 +326,26 @@ func (v view) notHeld(p *plan, d *decision, g *tables.L2Candidate, rec holding, 
 		d.announce = true
 		d.why = fmt.Sprintf("took it over from %s while the API server is unreachable", rec.key())
 		p.took[g.Group] = rec.key()
+	}
+}
+
+// takeBack keeps, in this node's current term, a group that its earlier
+// term held, while nothing else may move (no majority on either side, or
+// one of two nodes cut off from the other): by the takeover record of
+// that term, as any takeover. Nobody else takes the group meanwhile (the
+// standing that forbids moving says so), so without it a node whose own
+// liveness lapsed for a moment would leave its groups unanswered for as
+// long as the cut lasts. The record is written conditionally: should the
+// other node have found this one gone and taken the group from the same
+// term, only one of the two writes lands, and both obey it.
+func (v view) takeBack(p *plan, d *decision, g *tables.L2Candidate, rec holding, claimed map[string]string, claimsAll string) {
+	if wait := v.waitFor(g, rec, true, claimed, claimsAll); wait != "" {
+		d.why = "held by an earlier term of this node; " + wait
+		return
+	}
+	d.why = fmt.Sprintf("taking it back from %s, an earlier term of this node, by its takeover record", rec.key())
+	if why := v.recordTakeover(p, g.Group, rec, v.self); why != "" {
+		d.why += "; " + why
 	}
 }
 
